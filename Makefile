@@ -1,0 +1,82 @@
+# Kindling: two commands do all the set-up on a fresh Debian 12 machine (root).
+#   make site   [INVENTORY=inventories/gpu]   converge site.yml (default: inventories/local)
+#   make test                                  lint, unit tests and every Molecule scenario
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV            ?= .venv
+INVENTORY       ?= inventories/local
+KINDLING_CACHE  ?= $(HOME)/.cache/kindling
+SCENARIO        ?=
+PYTHON_BOOT     ?= python3
+# Debian packages the test bed needs (podman runs Molecule's hosts; mmdebstrap builds
+# their image; equivs, apt-utils, gnupg and xz-utils build the fixture repository).
+APT_PACKAGES    := podman runc uidmap mmdebstrap equivs apt-utils gnupg xz-utils
+
+export PATH                    := $(CURDIR)/$(VENV)/bin:$(PATH)
+export KINDLING_CACHE
+export CONTAINERS_CONF         := $(CURDIR)/molecule/_shared/podman/containers.conf
+export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
+export ANSIBLE_FORCE_COLOR     ?= false
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff unit molecule fixtures clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------- the two commands
+site: venv ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
+	ansible-playbook playbooks/site.yml -i $(INVENTORY) $(ARGS)
+
+test: venv apt-deps lint unit molecule ## Lint, unit tests and every Molecule scenario (CI runs this)
+	@echo "make test: all checks passed"
+
+# ---------------------------------------------------------------- bootstrap
+venv: $(VENV)/.installed ## Create the virtualenv with the pinned tool chain
+
+$(VENV)/.installed: requirements-dev.txt
+	@test -x $(VENV)/bin/python || $(PYTHON_BOOT) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+apt-deps: ## Install the Debian packages the test bed needs, when missing
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+podman-config: $(CONTAINERS_STORAGE_CONF)
+
+$(CONTAINERS_STORAGE_CONF): molecule/_shared/podman/storage.conf.in
+	@mkdir -p $(dir $@)
+	sed 's|@CACHE@|$(KINDLING_CACHE)|g' $< > $@
+
+# ---------------------------------------------------------------- checks
+lint: yamllint ansible-lint ruff ## yamllint, ansible-lint (production profile) and ruff
+
+yamllint:
+	yamllint --strict .
+
+ansible-lint:
+	ansible-lint --offline
+
+ruff:
+	ruff check .
+	ruff format --check .
+
+unit: ## pytest unit tests (tests/unit)
+	pytest -q tests/unit
+
+fixtures: ## Build the fixture package sources (stand-ins for vendor servers)
+	$(VENV)/bin/python tests/fixture_sources/build_fixtures.py --out $(KINDLING_CACHE)/fixtures
+
+molecule: podman-config fixtures ## Every Molecule scenario (SCENARIO=name for one)
+	tools/run-molecule.sh $(SCENARIO)
+
+clean: ## Remove the virtualenv and local caches (the test image cache stays)
+	rm -rf $(VENV) .cache .pytest_cache .ruff_cache

@@ -1,0 +1,24 @@
+"""Shared pytest set-up: make the repo's module_utils and library importable.
+
+Ansible exposes ``module_utils/`` as ``ansible.module_utils.<name>`` at run time
+(ansible.cfg's ``module_utils`` setting). Plain pytest does not, so this adds the
+folder to that package's search path; tests then import exactly what the modules
+import, and ``library/`` modules can be imported by name.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ansible.module_utils
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_CAPTURES = REPO_ROOT.parent / "shared" / "fixtures" / "h200"
+CAPTURES = REPO_ROOT / "tests" / "fixtures" / "captures" / "h200"
+
+if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(REPO_ROOT / "module_utils"))
+for extra in (REPO_ROOT / "library",):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
