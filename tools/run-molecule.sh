@@ -12,7 +12,7 @@ export KINDLING_FIXTURE_URL="http://127.0.0.1:${port}"
 
 molecule/_shared/image/build-image.sh
 
-serve=(python3 tests/fixture_sources/serve_fixtures.py --root "$KINDLING_CACHE/fixtures/srv" --port "$port")
+serve=(python3 tests/fixture_sources/serve_fixtures.py --out "$KINDLING_CACHE/fixtures" --port "$port")
 "${serve[@]}" start
 trap '"${serve[@]}" stop >/dev/null 2>&1 || true' EXIT
 

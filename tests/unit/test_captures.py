@@ -17,9 +17,13 @@ def test_captures_present():
     assert {"nvidia-smi-q.xml", "query-full.csv", "topo.txt", "torch-facts.json"} <= names
 
 
-@pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason="shared capture set not beside this checkout")
+@pytest.mark.skipif(
+    not SHARED_CAPTURES.is_dir(), reason="shared capture set not beside this checkout"
+)
 def test_captures_identical_to_shared_set():
     for original in sorted(SHARED_CAPTURES.iterdir()):
         copy = CAPTURES / original.name
         assert copy.is_file(), f"{original.name} missing from tests/fixtures/captures/h200"
-        assert _digest(copy) == _digest(original), f"{original.name} differs from the shared capture"
+        assert _digest(copy) == _digest(original), (
+            f"{original.name} differs from the shared capture"
+        )

@@ -1,0 +1,82 @@
+"""Every role keeps its defaults, argument specs, README and docs/VARIABLES.md in step."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import REPO_ROOT
+
+ROLES = sorted(p.name for p in (REPO_ROOT / "roles").iterdir() if (p / "tasks").is_dir())
+# Roles whose variables use a shorter prefix than the role name, with the reason.
+PREFIXES = {
+    # The issue and users call these pytorch_* (pytorch_python, pytorch_version ...).
+    "conda_pytorch": ("pytorch_", "conda_pytorch_"),
+    # The preflight's switches read as plain English in inventories: gpu_required.
+    "gpu_preflight": ("gpu_preflight_", "gpu_"),
+}
+
+
+def _specs(role: str) -> dict:
+    path = REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml"
+    assert path.is_file(), f"roles/{role} has no meta/argument_specs.yml"
+    return yaml.safe_load(path.read_text())["argument_specs"]
+
+
+def _defaults(role: str) -> dict:
+    path = REPO_ROOT / "roles" / role / "defaults" / "main.yml"
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+
+def test_there_are_roles():
+    assert "nouveau" in ROLES and "reboot_coordinator" in ROLES
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_defaults_match_argument_specs(role):
+    options = _specs(role)["main"].get("options") or {}
+    defaults = _defaults(role)
+    assert set(defaults) <= set(options), (
+        f"roles/{role}: defaults without an argument spec: {sorted(set(defaults) - set(options))}"
+    )
+    for name, spec in options.items():
+        if name in defaults and "default" in spec:
+            assert spec["default"] == defaults[name], (
+                f"roles/{role}: {name} defaults to {defaults[name]!r} but the spec says "
+                f"{spec['default']!r}"
+            )
+        if not spec.get("required"):
+            assert name in defaults or "default" not in spec, (
+                f"roles/{role}: {name} has a spec default but none in defaults/main.yml"
+            )
+        assert spec.get("description"), f"roles/{role}: {name} has no description"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_variables_carry_the_role_prefix(role):
+    prefixes = PREFIXES.get(role, (role + "_",))
+    for entry in _specs(role).values():
+        for name in entry.get("options") or {}:
+            assert name.startswith(prefixes), f"roles/{role}: {name} lacks the prefix {prefixes}"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_readme_documents_every_default(role):
+    readme = REPO_ROOT / "roles" / role / "README.md"
+    assert readme.is_file(), f"roles/{role} has no README.md"
+    text = readme.read_text()
+    missing = [name for name in _defaults(role) if not re.search(rf"\b{name}\b", text)]
+    assert not missing, f"roles/{role}/README.md does not mention: {missing}"
+
+
+def test_variables_doc_is_current():
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "tools" / "variables_doc.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
