@@ -21,7 +21,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff unit molecule fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff workflows unit molecule fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -57,7 +57,7 @@ $(CONTAINERS_STORAGE_CONF): molecule/_shared/podman/storage.conf.in
 	sed 's|@CACHE@|$(KINDLING_CACHE)|g' $< > $@
 
 # ---------------------------------------------------------------- checks
-lint: yamllint ansible-lint ruff ## yamllint, ansible-lint (production profile) and ruff
+lint: yamllint ansible-lint ruff workflows ## yamllint, ansible-lint (production profile), ruff, workflow schema
 
 yamllint:
 	yamllint --strict .
@@ -68,6 +68,9 @@ ansible-lint:
 ruff:
 	ruff check .
 	ruff format --check .
+
+workflows: ## Validate .github/workflows against GitHub's schema (they run only where GPUs are)
+	check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 unit: ## pytest unit tests (tests/unit)
 	pytest -q tests/unit

@@ -15,8 +15,6 @@ ROLES = sorted(p.name for p in (REPO_ROOT / "roles").iterdir() if (p / "tasks").
 PREFIXES = {
     # The issue and users call these pytorch_* (pytorch_python, pytorch_version ...).
     "conda_pytorch": ("pytorch_", "conda_pytorch_"),
-    # The preflight's switches read as plain English in inventories: gpu_required.
-    "gpu_preflight": ("gpu_preflight_", "gpu_"),
 }
 
 

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Run playbooks/verify.yml over an inventory with ansible-runner and report the fleet.
+
+    python tools/fleet_report.py -i inventories/gpu                 # run, then report
+    python tools/fleet_report.py -i inventories/gpu -e gpu_check_profile=full
+    python tools/fleet_report.py --from-artifacts DIR               # report an earlier run
+
+It collects each host's nvidia-smi facts, torch.cuda facts and throughput judgement
+from the runner's job events, and writes reports/<timestamp>/ with:
+
+- results.json  every host: status, facts summary, per-mode img/s, reference, ratio;
+- summary.md    one table row per host and mode, failures and likely causes first;
+- index.html    a bar chart of img/s per host and mode against the reference, so one
+                look shows which host is slow and why (no JavaScript, no network).
+
+Exit status: 0 when every host passed or could only be reported, 1 when any host
+failed, was unreachable or was slow, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import html
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+FACT_TASKS = ("nvidia_smi_facts", "torch_cuda_facts")
+THROUGHPUT_TASK = "gpu_throughput"
+
+
+def _action(event_data: Dict[str, Any]) -> str:
+    action = event_data.get("task_action") or event_data.get("resolved_action") or ""
+    return action.rsplit(".", 1)[-1]
+
+
+def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Fold ansible-runner job events into one record per host."""
+    hosts: Dict[str, Dict[str, Any]] = {}
+
+    def host_record(name: str) -> Dict[str, Any]:
+        return hosts.setdefault(
+            name,
+            {
+                "host": name,
+                "status": "ok",
+                "errors": [],
+                "nvidia_smi": None,
+                "torch_cuda": None,
+                "throughput": None,
+            },
+        )
+
+    for event in events:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        name = data.get("host")
+        if not name or not kind.startswith("runner_on_"):
+            continue
+        record = host_record(name)
+        result = data.get("res") or {}
+        action = _action(data)
+        if kind == "runner_on_unreachable":
+            record["status"] = "unreachable"
+            record["errors"].append(f"unreachable: {result.get('msg', '')}".strip())
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            record["status"] = "failed"
+            record["errors"].append(f"{data.get('task', action)}: {result.get('msg', '')}".strip())
+        elif kind == "runner_on_ok":
+            facts = result.get("ansible_facts") or {}
+            if action == "nvidia_smi_facts" and "nvidia_smi" in facts:
+                record["nvidia_smi"] = facts["nvidia_smi"]
+            elif action == "torch_cuda_facts" and "torch_cuda" in facts:
+                record["torch_cuda"] = facts["torch_cuda"]
+            elif action == THROUGHPUT_TASK and not result.get("skipped"):
+                record["throughput"] = {
+                    key: result.get(key)
+                    for key in (
+                        "verdict",
+                        "summary",
+                        "judgement",
+                        "failed_modes",
+                        "diagnosis",
+                        "gpu_key",
+                        "gpu_name",
+                        "tolerance",
+                    )
+                }
+                record["throughput"]["environment"] = (result.get("throughput") or {}).get(
+                    "environment", {}
+                )
+                modes = (result.get("throughput") or {}).get("modes", {})
+                record["throughput"]["batch_sizes"] = {
+                    m: (v or {}).get("batch_size") for m, v in modes.items()
+                }
+        elif kind == "runner_on_skipped":
+            continue
+    for record in hosts.values():
+        verdict = (record["throughput"] or {}).get("verdict")
+        if record["status"] == "ok" and verdict == "fail":
+            record["status"] = "slow"
+        elif record["status"] == "ok" and record["throughput"] is None:
+            record["status"] = "no-measurement"
+    return hosts
+
+
+def _rows(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    rows = []
+    for name in sorted(hosts):
+        tp = hosts[name]["throughput"] or {}
+        for mode, j in (tp.get("judgement") or {}).items():
+            rows.append(
+                {
+                    "host": name,
+                    "gpu": tp.get("gpu_name") or "",
+                    "mode": mode,
+                    "batch": (tp.get("batch_sizes") or {}).get(mode),
+                    "img_s": j.get("img_s"),
+                    "reference": j.get("reference"),
+                    "ratio": j.get("ratio"),
+                    "status": j.get("status"),
+                    "source": j.get("source") or "",
+                }
+            )
+    return rows
+
+
+def _fmt(value: Optional[float], spec: str) -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else "-"
+
+
+def render_markdown(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
+    lines = [f"# Kindling fleet report {meta['timestamp']}", ""]
+    lines.append(f"Inventory `{meta['inventory']}`, playbook `{meta['playbook']}`.")
+    lines.append("")
+    counts: Dict[str, int] = {}
+    for record in hosts.values():
+        counts[record["status"]] = counts.get(record["status"], 0) + 1
+    lines.append("Hosts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    lines.append("")
+    bad = [r for r in hosts.values() if r["status"] != "ok"]
+    if bad:
+        lines.append("## Hosts that need attention")
+        lines.append("")
+        for record in sorted(bad, key=lambda r: r["host"]):
+            tp = record["throughput"] or {}
+            why = record["errors"] or [tp.get("summary") or ""]
+            lines.append(f"- **{record['host']}** ({record['status']}): {'; '.join(why)}")
+            for cause in tp.get("diagnosis") or []:
+                lines.append(f"  - {cause}")
+        lines.append("")
+    lines.append("## Throughput per host and mode")
+    lines.append("")
+    lines.append("| host | GPU | mode | batch | img/s | reference | ratio | verdict | source |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for row in _rows(hosts):
+        lines.append(
+            f"| {row['host']} | {row['gpu']} | {row['mode']} | {row['batch'] or ''} "
+            f"| {_fmt(row['img_s'], '.0f')} | {_fmt(row['reference'], '.0f')} "
+            f"| {_fmt(row['ratio'], '.2f')} | {row['status']} | {row['source']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "unknown": "#546e7a", "skipped": "#9e9e9e"}
+
+
+def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
+    rows = [r for r in _rows(hosts) if isinstance(r["img_s"], (int, float))]
+    peak = max([r["img_s"] for r in rows] + [r["reference"] or 0 for r in rows] + [1.0])
+    bar_h, gap, label_w, chart_w = 22, 6, 260, 640
+    height = len(rows) * (bar_h + gap) + 40
+    svg = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + chart_w + 120}" '
+        f'height="{height}" role="img" aria-label="img/s per host and mode">'
+    ]
+    for i, row in enumerate(rows):
+        y = 20 + i * (bar_h + gap)
+        width = chart_w * row["img_s"] / peak
+        colour = COLOURS.get(row["status"], "#546e7a")
+        label = html.escape(f"{row['host']} · {row['mode']}")
+        svg.append(
+            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" font-size="12">{label}</text>'
+        )
+        svg.append(
+            f'<rect class="bar {html.escape(str(row["status"]))}" x="{label_w}" y="{y}" '
+            f'width="{width:.1f}" height="{bar_h}" fill="{colour}">'
+            f"<title>{label}: {row['img_s']:.0f} img/s ({row['status']})</title></rect>"
+        )
+        text = f"{row['img_s']:.0f} img/s"
+        if isinstance(row["reference"], (int, float)):
+            ref_x = label_w + chart_w * row["reference"] / peak
+            svg.append(
+                f'<line class="reference" x1="{ref_x:.1f}" x2="{ref_x:.1f}" y1="{y - 2}" '
+                f'y2="{y + bar_h + 2}" stroke="#000" stroke-width="2" '
+                f'stroke-dasharray="3,2"><title>reference {row["reference"]:.0f} img/s'
+                f"</title></line>"
+            )
+            text += f" / ref {row['reference']:.0f} ({_fmt(row['ratio'], '.0%')})"
+        svg.append(
+            f'<text x="{label_w + width + 6:.1f}" y="{y + 15}" font-size="11">'
+            f"{html.escape(text)}</text>"
+        )
+    svg.append("</svg>")
+    attention = []
+    for record in sorted(hosts.values(), key=lambda r: r["host"]):
+        if record["status"] == "ok":
+            continue
+        tp = record["throughput"] or {}
+        causes = "".join(f"<li>{html.escape(c)}</li>" for c in tp.get("diagnosis") or [])
+        why = "; ".join(record["errors"] or [tp.get("summary") or ""])
+        attention.append(
+            f'<li class="host {html.escape(record["status"])}"><b>'
+            f"{html.escape(record['host'])}</b> ({html.escape(record['status'])}): "
+            f"{html.escape(why)}<ul>{causes}</ul></li>"
+        )
+    table = "".join(
+        f"<tr><td>{html.escape(r['host'])}</td><td>{html.escape(r['mode'])}</td>"
+        f"<td>{_fmt(r['img_s'], '.0f')}</td><td>{_fmt(r['reference'], '.0f')}</td>"
+        f"<td>{_fmt(r['ratio'], '.2f')}</td><td>{html.escape(str(r['status']))}</td>"
+        f"<td>{html.escape(r['source'])}</td></tr>"
+        for r in _rows(hosts)
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Kindling fleet report {html.escape(meta["timestamp"])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 8px}}.legend span{{padding:0 8px;color:#fff}}</style>
+</head><body>
+<h1>Kindling fleet report</h1>
+<p>{html.escape(meta["timestamp"])} · inventory <code>{html.escape(meta["inventory"])}</code>
+· {len(hosts)} hosts</p>
+<p class="legend"><span style="background:{COLOURS["pass"]}">pass</span>
+<span style="background:{COLOURS["fail"]}">below tolerance</span>
+<span style="background:{COLOURS["unknown"]}">no reference</span>
+dashed line: reference img/s</p>
+<h2>Hosts that need attention</h2>
+<ul id="attention">{"".join(attention) or "<li>none</li>"}</ul>
+<h2>img/s per host and mode</h2>
+{"".join(svg)}
+<h2>Table</h2>
+<table><tr><th>host</th><th>mode</th><th>img/s</th><th>reference</th><th>ratio</th>
+<th>verdict</th><th>source</th></tr>{table}</table>
+</body></html>
+"""
+
+
+def write_reports(hosts: Dict[str, Dict[str, Any]], out_dir: Path, meta: Dict[str, Any]) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(
+        json.dumps({"meta": meta, "hosts": hosts}, indent=2, sort_keys=True) + "\n"
+    )
+    (out_dir / "summary.md").write_text(render_markdown(hosts, meta))
+    (out_dir / "index.html").write_text(render_html(hosts, meta))
+    return out_dir
+
+
+def _events_from_artifacts(artifacts: Path) -> List[Dict[str, Any]]:
+    events = []
+    for path in sorted(
+        (artifacts / "job_events").glob("*.json"), key=lambda p: int(p.stem.split("-")[0])
+    ):
+        events.append(json.loads(path.read_text()))
+    return events
+
+
+def run_playbook(
+    inventory: Path,
+    playbook: Path,
+    extravars: Dict[str, Any],
+    private_dir: Path,
+    limit: Optional[str],
+) -> List[Dict[str, Any]]:
+    import ansible_runner
+
+    # ansible-runner starts ansible-playbook from PATH: prefer the one beside this
+    # interpreter (the project's virtualenv).
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    env = {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_LIBRARY": str(ROOT / "library"),
+        "ANSIBLE_MODULE_UTILS": str(ROOT / "module_utils"),
+    }
+    runner = ansible_runner.run(
+        private_data_dir=str(private_dir),
+        project_dir=str(ROOT),
+        playbook=str(playbook),
+        inventory=str(inventory),
+        extravars=extravars,
+        envvars=env,
+        limit=limit,
+        quiet=True,
+    )
+    events = list(runner.events)
+    if runner.rc not in (0, 2, 4) and not any(
+        e.get("event", "").startswith("runner_on_") for e in events
+    ):
+        tail = (runner.stdout.read() if runner.stdout else "")[-2000:]
+        raise SystemExit(f"fleet_report: ansible-playbook did not run (rc {runner.rc}):\n{tail}")
+    return events
+
+
+def _parse_extravars(pairs: List[str]) -> Dict[str, Any]:
+    extra: Dict[str, Any] = {}
+    for pair in pairs:
+        if pair.startswith("{"):
+            extra.update(json.loads(pair))
+            continue
+        if "=" not in pair:
+            raise SystemExit(f"fleet_report: -e takes key=value or JSON, got {pair!r}")
+        key, value = pair.split("=", 1)
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value
+    return extra
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-i", "--inventory", type=Path, help="inventory to verify")
+    parser.add_argument(
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        help="key=value or JSON, as with ansible-playbook (repeatable)",
+    )
+    parser.add_argument("-l", "--limit", help="limit to these hosts")
+    parser.add_argument("--playbook", type=Path, default=ROOT / "playbooks" / "verify.yml")
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        default=ROOT / "reports",
+        help="parent directory of the timestamped report (default: reports/)",
+    )
+    parser.add_argument(
+        "--from-artifacts",
+        type=Path,
+        help="report an earlier ansible-runner artifacts directory instead of running",
+    )
+    args = parser.parse_args(argv)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = args.reports / stamp
+    if args.from_artifacts:
+        events = _events_from_artifacts(args.from_artifacts)
+        inventory = str(args.from_artifacts)
+    else:
+        if not args.inventory:
+            parser.error("give -i INVENTORY (or --from-artifacts DIR)")
+        if not args.inventory.exists():
+            parser.error(f"inventory {args.inventory} does not exist")
+        private = out_dir / "runner"
+        private.mkdir(parents=True, exist_ok=True)
+        events = run_playbook(
+            args.inventory.resolve(),
+            args.playbook.resolve(),
+            _parse_extravars(args.extra_vars),
+            private,
+            args.limit,
+        )
+        inventory = str(args.inventory)
+    hosts = collect(events)
+    meta = {
+        "timestamp": stamp,
+        "inventory": inventory,
+        "playbook": os.path.relpath(args.playbook, ROOT),
+    }
+    write_reports(hosts, out_dir, meta)
+    bad = sorted(h for h, r in hosts.items() if r["status"] not in ("ok",))
+    print(
+        f"fleet report: {out_dir} ({len(hosts)} hosts"
+        + (f"; attention: {', '.join(bad)}" if bad else "")
+        + ")"
+    )
+    return 1 if bad or not hosts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
