@@ -284,7 +284,11 @@ _AL_CU13 = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
 
 
 def _w(
-    cuda: str, arch: Optional[str], arch_src: Optional[str], cudnn: Optional[str]
+    cuda: str,
+    arch: Optional[str],
+    arch_src: Optional[str],
+    cudnn: Optional[str],
+    experimental: bool = False,
 ) -> Dict[str, Any]:
     """One wheel variant: bundled CUDA, official TORCH_CUDA_ARCH_LIST, bundled cuDNN."""
     return {
@@ -292,6 +296,7 @@ def _w(
         "arch_list": arch,  # TORCH_CUDA_ARCH_LIST syntax; None = not confirmed by a source
         "arch_list_source": arch_src,
         "cudnn": cudnn,  # None = not stated by a source
+        "experimental": experimental,  # never suggested by best_variant/suggest_torch_for_cc
     }
 
 
@@ -474,7 +479,7 @@ TORCH_RELEASES: List[Dict[str, Any]] = [
         "variants": {
             "cu126": _w("12.6", None, None, None),
             "cu128": _w("12.8", None, None, None),
-            "cu130": _w("13.0", None, None, None),  # experimental in 2.10
+            "cu130": _w("13.0", None, None, None, experimental=True),
         },
         "conda": None,
         "source": SRC_TORCH_NEW,
@@ -503,7 +508,7 @@ TORCH_RELEASES: List[Dict[str, Any]] = [
         "variants": {
             "cu126": _w("12.6", _AL_CU12, SRC_ARCH_MATRIX, None),
             "cu130": _w("13.0", _AL_CU13, SRC_ARCH_MATRIX, None),
-            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None),  # experimental
+            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None, experimental=True),
         },
         "conda": None,
         "source": SRC_TORCH_NEW,
@@ -517,7 +522,7 @@ TORCH_RELEASES: List[Dict[str, Any]] = [
         "variants": {
             "cu126": _w("12.6", _AL_CU12, SRC_ARCH_MATRIX, None),
             "cu130": _w("13.0", _AL_CU13, SRC_ARCH_MATRIX, None),
-            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None),  # experimental
+            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None, experimental=True),
         },
         "conda": None,
         "source": SRC_TORCH_NEW,
@@ -930,6 +935,7 @@ def arch_coverage(arch_list: Any, cc: Any) -> Optional[str]:
         return None
     exact: Optional[str] = None
     binary: Optional[str] = None
+    binary_minor = -1
     ptx: Optional[str] = None
     for entry in expand_arch_list(arch_list):
         match = re.match(r"^(sm|compute)_(\d+)([a-z]?)$", entry)
@@ -940,8 +946,8 @@ def arch_coverage(arch_list: Any, cc: Any) -> Optional[str]:
         if kind == "sm":
             if (e_major, e_minor) == (major, minor):
                 exact = exact or entry
-            elif not suffix and e_major == major and e_minor < minor:
-                binary = binary or entry
+            elif not suffix and e_major == major and e_minor < minor and e_minor > binary_minor:
+                binary, binary_minor = entry, e_minor  # the nearest lower minor wins
         elif (e_major, e_minor) == (major, minor) or (
             not suffix and (e_major, e_minor) < (major, minor)
         ):
@@ -1099,9 +1105,9 @@ PLAN_VARIABLES = {
     "driver_version": "nvidia_driver_version",
     "cuda_version": "cuda_version",
     "cudnn_version": "cuda_cudnn_version",
-    "torch_version": "pytorch_version",
-    "torch_cuda_variant": "pytorch_cuda_variant",
-    "python_version": "pytorch_python_version",
+    "torch_version": "conda_pytorch_version",
+    "torch_cuda_variant": "conda_pytorch_cuda_variant",
+    "python_version": "conda_pytorch_python_version",
 }
 
 _EXAMPLES = {
@@ -1139,8 +1145,11 @@ def _valid_version(value: Optional[str]) -> bool:
     return True
 
 
-def _by_cuda(variants: Dict[str, Dict[str, Any]]) -> List[Tuple[str, Dict[str, Any]]]:
-    return sorted(variants.items(), key=lambda kv: parse_version(kv[1]["cuda"]))
+def _by_cuda(
+    variants: Dict[str, Dict[str, Any]], stable_only: bool = False
+) -> List[Tuple[str, Dict[str, Any]]]:
+    items = [kv for kv in variants.items() if not (stable_only and kv[1].get("experimental"))]
+    return sorted(items, key=lambda kv: parse_version(kv[1]["cuda"]))
 
 
 def _resolve_gpus(gpus: Optional[List[Any]]) -> List[Dict[str, Any]]:
@@ -1160,27 +1169,53 @@ def _resolve_gpus(gpus: Optional[List[Any]]) -> List[Dict[str, Any]]:
     return resolved
 
 
-def _best_variant(row: Dict[str, Any], cuda: Optional[str], driver: Optional[str]) -> str:
-    """The variant of a torch release to suggest: same CUDA, else newest the driver runs."""
+def variants_for_driver(
+    row: Dict[str, Any], driver: Optional[str] = None, driver_cuda: Optional[str] = None
+) -> List[str]:
+    """Stable wheel variants of a torch release that a driver runs, lowest CUDA first.
+
+    ``driver`` is a driver version or branch; without it, ``driver_cuda`` (the CUDA
+    version the driver reports, e.g. "11.4") bounds the wheel's CUDA.
+    """
+    result = []
+    for variant, wheel in _by_cuda(row["variants"], stable_only=True):
+        if driver:
+            ok = bool(driver_supports_cuda(driver, wheel["cuda"]))
+        elif driver_cuda:
+            ok = version_cmp(wheel["cuda"], driver_cuda) <= 0
+        else:
+            ok = True
+        if ok:
+            result.append(variant)
+    return result
+
+
+def best_variant(
+    row: Dict[str, Any], cuda: Optional[str] = None, driver: Optional[str] = None
+) -> str:
+    """The variant of a torch release to suggest: the toolkit's own CUDA, else the newest
+    stable one the driver runs, else the newest of the toolkit's CUDA major, else the newest.
+    """
     variants = row["variants"]
     if cuda and variant_for_cuda(cuda) in variants:
         return variant_for_cuda(cuda)
-    ordered = [v for v, _w in _by_cuda(variants)]
-    if driver:
-        usable = [v for v in ordered if driver_supports_cuda(driver, variants[v]["cuda"])]
-        if usable:
-            return usable[-1]
+    ordered = [v for v, _w in _by_cuda(variants, stable_only=True)] or sorted(variants)
+    usable = variants_for_driver(row, driver) if driver else []
+    if usable:
+        return usable[-1]
     if cuda:
-        same = [
-            v for v in ordered if parse_version(variants[v]["cuda"])[0] == parse_version(cuda)[0]
-        ]
+        major = parse_version(cuda)[0]
+        same = [v for v in ordered if parse_version(variants[v]["cuda"])[0] == major]
         if same:
             return same[-1]
     return ordered[-1]
 
 
-def _suggest_torch_for_cc(
-    cc: str, current: str, python: Optional[str], driver: Optional[str]
+def suggest_torch_for_cc(
+    cc: str,
+    current: Optional[str] = None,
+    python: Optional[str] = None,
+    driver: Optional[str] = None,
 ) -> Optional[Tuple[str, str, str]]:
     """(torch, variant, wheel CUDA) of the nearest release at/after ``current`` serving ``cc``.
 
@@ -1189,16 +1224,16 @@ def _suggest_torch_for_cc(
     candidates: List[Tuple[str, str, str, bool]] = []
     for row in TORCH_RELEASES:
         latest = latest_torch_release(row)
-        if version_cmp(latest, current) < 0:
+        if current and version_cmp(latest, current) < 0:
             continue
         if python and not python_in_range(latest, python):
             continue
-        for variant, wheel in _by_cuda(row["variants"]):
+        for variant, wheel in _by_cuda(row["variants"], stable_only=True):
             if wheel_covers_cc(latest, variant, cc):
                 driver_ok = bool(driver and driver_supports_cuda(driver, wheel["cuda"]))
                 candidates.append((latest, variant, wheel["cuda"], driver_ok))
     if not candidates and python:
-        return _suggest_torch_for_cc(cc, current, None, driver)  # the Python is wrong anyway
+        return suggest_torch_for_cc(cc, current, None, driver)  # the Python is wrong anyway
     preferred = [c for c in candidates if c[3]] or candidates
     return preferred[0][:3] if preferred else None
 
@@ -1372,19 +1407,19 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
             _problem(
                 "unknown-torch-version",
                 f"torch {torch} is not in the compatibility table (known: {oldest} to "
-                f"{newest}); set pytorch_version to a listed release such as {newest}.",
+                f"{newest}); set conda_pytorch_version to a listed release such as {newest}.",
                 [_fix("torch_version", newest)],
             )
         ]
     variants = row["variants"]
     wheel = variants.get(variant) if variant else None
     if variant and wheel is None:
-        pick = _best_variant(row, cuda, driver)
+        pick = best_variant(row, cuda, driver)
         problems.append(
             _problem(
                 "torch-no-wheel-for-variant",
                 f"torch {torch} has no {variant} wheel (it ships {', '.join(sorted(variants))}); "
-                f"set pytorch_cuda_variant to {pick}.",
+                f"set conda_pytorch_cuda_variant to {pick}.",
                 [_fix("torch_cuda_variant", pick)],
             )
         )
@@ -1401,8 +1436,8 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
             _problem(
                 "python-unsupported-by-torch",
                 f"torch {torch} has wheels for Python {row['python_min']} to "
-                f"{row['python_max']}, not {python}{hint}; set pytorch_python_version to "
-                f"{nearest} or choose another pytorch_version.",
+                f"{row['python_max']}, not {python}{hint}; set conda_pytorch_python_version to "
+                f"{nearest} or choose another conda_pytorch_version.",
                 [_fix("python_version", nearest)],
             )
         )
@@ -1410,7 +1445,7 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
     if wheel is not None and driver and not driver_supports_cuda(driver, wheel["cuda"]):
         need = str(min_driver_for_cuda(wheel["cuda"]))
         usable = [v for v, w in _by_cuda(variants) if driver_supports_cuda(driver, w["cuda"])]
-        alternative = f", or use pytorch_cuda_variant {usable[-1]}" if usable else ""
+        alternative = f", or use conda_pytorch_cuda_variant {usable[-1]}" if usable else ""
         problems.append(
             _problem(
                 "driver-too-old-for-torch-wheel",
@@ -1457,14 +1492,14 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
             where = f"none of its wheels ({', '.join(sorted(variants))})"
         if covered is not False:
             continue
-        pick = _suggest_torch_for_cc(cc, torch, python, driver)
+        pick = suggest_torch_for_cc(cc, torch, python, driver)
         fix: List[str] = []
         advice = "no listed torch release serves it"
         if pick:
             fix = [_fix("torch_version", pick[0]), _fix("torch_cuda_variant", pick[1])]
             if driver and not driver_supports_cuda(driver, pick[2]):
                 fix.append(_fix("driver_branch", driver_branch(str(min_driver_for_cuda(pick[2])))))
-            advice = f"set pytorch_version to {pick[0]} with pytorch_cuda_variant {pick[1]}"
+            advice = f"set conda_pytorch_version to {pick[0]} with conda_pytorch_cuda_variant {pick[1]}"
         verb = "does not cover" if wheel is not None else "covers"
         problems.append(
             _problem(

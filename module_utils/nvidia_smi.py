@@ -338,18 +338,25 @@ def parse_query_csv(
 def merge_query(gpus: List[Dict[str, Any]], rows: List[Dict[str, Optional[str]]]) -> None:
     """Fill compute_capability (and architecture) of XML ``gpus`` from query rows, in place.
 
-    Rows are matched by PCI bus id, else by position. A compute capability from
-    nvidia-smi wins over the name-table guess.
+    A row is matched by its PCI bus id; a row without one by its index, and a row with
+    neither by position. A row that matches no GPU is ignored. A compute capability
+    from nvidia-smi wins over the name-table guess.
     """
     by_bus = {g["pci_bus_id"]: g for g in gpus if g.get("pci_bus_id")}
+    by_index = {g["index"]: g for g in gpus}
     for position, row in enumerate(rows):
-        gpu = by_bus.get(normalize_bus_id(row.get("pci.bus_id")) or "")
-        if gpu is None and position < len(gpus):
-            gpu = gpus[position]
+        bus = normalize_bus_id(row.get("pci.bus_id"))
+        index = str(row.get("index") or "")
+        if bus is not None:
+            gpu = by_bus.get(bus)
+        elif index.isdigit():
+            gpu = by_index.get(int(index))
+        else:
+            gpu = gpus[position] if position < len(gpus) else None
         if gpu is None:
             continue
-        if row.get("index") is not None and str(row["index"]).isdigit():
-            gpu["index"] = int(str(row["index"]))
+        if index.isdigit():
+            gpu["index"] = int(index)
         cc = normalize_cc(row.get("compute_cap"))
         if cc:
             gpu["compute_capability"] = cc
@@ -710,6 +717,8 @@ def build_facts(
         "reboot_required": False,
         "reboot_reason": None,
         "error": None,
+        "query_error": None,
+        "topology_error": None,
     }
 
 
@@ -727,4 +736,6 @@ def absent_facts(error: Optional[Dict[str, Any]] = None, present: bool = False) 
         "reboot_required": bool(error and error.get("reboot_required")),
         "reboot_reason": error.get("reboot_reason") if error else None,
         "error": error,
+        "query_error": None,
+        "topology_error": None,
     }

@@ -1,0 +1,323 @@
+#!/usr/bin/python
+"""Ansible module: gather NVIDIA GPU facts from nvidia-smi (read-only)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_smi import (
+    absent_facts,
+    build_facts,
+    classify_error,
+    query_command,
+    topo_command,
+    xml_command,
+)
+
+DOCUMENTATION = r"""
+---
+module: nvidia_smi_facts
+short_description: Gather NVIDIA GPU, driver, topology and health facts from nvidia-smi
+description:
+  - Runs C(nvidia-smi -q -x) once, at most one C(nvidia-smi --query-gpu=...) call (for the
+    compute capability, which the XML lacks), and C(nvidia-smi topo -m) only when there is
+    more than one GPU.
+  - Sets C(ansible_facts.nvidia_smi) with the driver, every GPU, the GPU-to-GPU link types
+    and a C(health) list of problems the owner must act on.
+  - Understands several driver generations of the XML schema (470-era
+    C(clocks_throttle_reasons) and C(retired_pages), 535+ C(clocks_event_reasons) and
+    C(remapped_rows)), "N/A" fields, MIG-enabled GPUs and 8-GPU NVLink hosts.
+  - Classifies nvidia-smi failures. "couldn't communicate with the NVIDIA driver" and
+    "Driver/library version mismatch" set C(reboot_required) with the reason.
+  - A PCIe link generation below max while the GPU is idle (clock event reason
+    C(gpu_idle) active) is normal power saving; it is reported in C(health_notes), not in
+    C(health). A lower link width, or a lower generation under load, is a health problem.
+  - Never changes the host.
+version_added: "0.1.0"
+author:
+  - Kindling maintainers
+options:
+  require:
+    description:
+      - When V(false), a host without nvidia-smi (or whose nvidia-smi fails) reports
+        C(present=false) or an C(error) instead of failing.
+      - When V(true), the task fails unless nvidia-smi runs and reports its GPUs. The
+        failure message says whether a reboot is the remedy.
+    type: bool
+    default: false
+  expect_mig:
+    description:
+      - Whether MIG mode is expected on the GPUs. With V(false) a GPU with MIG enabled is
+        a health problem (C(mig-enabled-unexpected)); with V(true) a MIG-capable GPU with
+        MIG disabled is (C(mig-not-enabled)).
+    type: bool
+    default: false
+  nvidia_smi_path:
+    description:
+      - Path of the nvidia-smi executable. By default it is searched on E(PATH) and in
+        C(/usr/bin).
+    type: path
+  timeout:
+    description:
+      - Seconds each nvidia-smi call may take before it is abandoned.
+    type: int
+    default: 30
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; it runs the same way in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  facts:
+    support: full
+    description: Sets C(ansible_facts.nvidia_smi).
+notes:
+  - Compute capability comes from C(--query-gpu=compute_cap) when the driver knows that
+    field, else from the product-name table in module_utils/gpu_compat.py
+    (C(compute_capability_source) says which).
+seealso:
+  - module: torch_cuda_facts
+  - module: gpu_stack_check
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs (a host without a driver reports present=false)
+  nvidia_smi_facts:
+
+- name: Require a working driver and no MIG
+  nvidia_smi_facts:
+    require: true
+    expect_mig: false
+
+- name: Reboot when the driver was upgraded underneath a loaded module
+  ansible.builtin.reboot:
+    reboot_timeout: 900
+  when: ansible_facts.nvidia_smi.reboot_required
+
+- name: Stop on hardware problems
+  ansible.builtin.assert:
+    that: ansible_facts.nvidia_smi.health | length == 0
+    fail_msg: "{{ ansible_facts.nvidia_smi.health | map(attribute='message') | list }}"
+
+- name: Use a non-standard nvidia-smi
+  nvidia_smi_facts:
+    nvidia_smi_path: /usr/local/nvidia/bin/nvidia-smi
+    timeout: 60
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: complex
+  contains:
+    nvidia_smi:
+      description: What nvidia-smi reports.
+      returned: always
+      type: complex
+      contains:
+        present:
+          description: Whether an nvidia-smi executable was found (even if it then failed).
+          type: bool
+          sample: true
+        driver_version:
+          description: Driver version; null when nvidia-smi is absent or failed.
+          type: str
+          sample: "580.159.04"
+        cuda_driver_version:
+          description: Highest CUDA version the driver supports (nvidia-smi's "CUDA Version").
+          type: str
+          sample: "13.0"
+        gpu_count:
+          description: Number of attached GPUs (0 when absent or failed).
+          type: int
+          sample: 1
+        gpus:
+          description:
+            - One entry per GPU. Values nvidia-smi prints as "N/A" are null.
+            - Keys are index, name, uuid, pci_bus_id, product_architecture,
+              compute_capability ("9.0"), compute_capability_source (nvidia-smi or name),
+              architecture, memory_total_mib, memory_used_mib, persistence_mode (bool),
+              mig_mode (bool), mig_mode_pending (bool), mig_devices (list), ecc_mode (bool),
+              ecc_uncorrected_volatile (int), ecc_uncorrected_aggregate (int),
+              retired_pages_pending (bool), remapped_rows_pending (bool),
+              remapped_rows_failure (bool), pcie_gen_current, pcie_gen_max,
+              pcie_width_current, pcie_width_max, temperature_c, power_limit_w,
+              power_draw_w, clocks_sm_mhz, clocks_max_sm_mhz, performance_state,
+              clock_event_reasons_active (list of short names such as gpu_idle,
+              sw_power_cap, hw_thermal_slowdown), clock_event_reasons_schema.
+          type: list
+          elements: dict
+        topology:
+          description:
+            - From C(nvidia-smi topo -m) when there is more than one GPU, else null.
+            - Keys gpus, matrix (GPU to GPU link type such as NV18, PXB, SYS), nic_links,
+              cpu_affinity, numa_affinity, nics, link_types, all_nvlink.
+          type: dict
+          sample: {"matrix": {"GPU0": {"GPU1": "NV18"}, "GPU1": {"GPU0": "NV18"}}}
+        health:
+          description: Problems to act on, each with code, gpu (index) and message.
+          type: list
+          elements: dict
+          sample: [{"code": "row-remap-pending", "gpu": 0, "message": "GPU 0 ... reset"}]
+        health_notes:
+          description: Informational observations that are not problems.
+          type: list
+          elements: dict
+        reboot_required:
+          description: Whether nvidia-smi's failure is one a reboot fixes.
+          type: bool
+          sample: false
+        reboot_reason:
+          description: Why a reboot is required; null otherwise.
+          type: str
+        error:
+          description:
+            - Null on success. Else a dict with kind (not_found, driver_not_loaded,
+              driver_library_mismatch, gpu_lost, no_devices, nvml_missing,
+              permission_denied, nvml_unknown_error, timeout, unparseable, unknown),
+              message, reboot_required, reboot_reason and rc.
+          type: dict
+        query_error:
+          description: Why the --query-gpu call gave nothing (the name table was used).
+          type: str
+        topology_error:
+          description: Why topo -m gave nothing.
+          type: str
+commands:
+  description: The nvidia-smi command lines that ran, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/usr/bin/nvidia-smi -q -x", "/usr/bin/nvidia-smi --query-gpu=... --format=csv"]
+"""
+
+
+def _run(cmd: List[str], timeout: int, log: List[str]) -> Tuple[int, str, str]:
+    """Run one nvidia-smi command; rc -1 with a message on timeout or exec failure."""
+    log.append(" ".join(cmd))
+    env = dict(os.environ, LC_ALL="C")
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+            text=True,
+            errors="replace",
+        )
+    except subprocess.TimeoutExpired:
+        return -1, "", f"timed out after {timeout} s"
+    except OSError as exc:
+        return -1, "", f"could not execute: {exc}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _find(module: AnsibleModule, path: Optional[str]) -> Optional[str]:
+    if path:
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "require": {"type": "bool", "default": False},
+            "expect_mig": {"type": "bool", "default": False},
+            "nvidia_smi_path": {"type": "path"},
+            "timeout": {"type": "int", "default": 30},
+        },
+        supports_check_mode=True,
+    )
+    require = module.params["require"]
+    timeout = module.params["timeout"]
+    if timeout < 1:
+        module.fail_json(msg=f"timeout must be at least 1 second, got {timeout}")
+    commands: List[str] = []
+
+    def finish(facts: Dict[str, Any], failed_msg: Optional[str] = None) -> None:
+        result = {"changed": False, "ansible_facts": {"nvidia_smi": facts}, "commands": commands}
+        if failed_msg and require:
+            module.fail_json(msg=failed_msg, **result)
+        module.exit_json(**result)
+
+    smi = _find(module, module.params["nvidia_smi_path"])
+    if smi is None:
+        where = module.params["nvidia_smi_path"] or "PATH and /usr/bin"
+        error = {
+            "kind": "not_found",
+            "message": f"nvidia-smi not found (looked in {where}): install the NVIDIA driver, "
+            "or set nvidia_smi_path to the executable",
+            "reboot_required": False,
+            "reboot_reason": None,
+            "rc": None,
+        }
+        finish(absent_facts(error), error["message"])
+        return
+
+    rc, out, err = _run(xml_command(smi), timeout, commands)
+    if rc != 0:
+        if rc == -1:
+            error = {
+                "kind": "timeout" if "timed out" in err else "unknown",
+                "message": f"{smi} -q -x {err}",
+                "reboot_required": False,
+                "reboot_reason": None,
+                "rc": None,
+            }
+        else:
+            error = classify_error(out, err, rc)
+        msg = error["message"]
+        if error["reboot_required"]:
+            msg += " (reboot_required: reboot the host, then run this again)"
+        finish(absent_facts(error, present=True), msg)
+        return
+
+    query_text: Optional[str] = None
+    query_error: Optional[str] = None
+    topo_text: Optional[str] = None
+    topo_error: Optional[str] = None
+    try:
+        preview = build_facts(out)
+    except ValueError as exc:
+        error = {
+            "kind": "unparseable",
+            "message": f"{smi} -q -x printed something that is not nvidia-smi XML: {exc}",
+            "reboot_required": False,
+            "reboot_reason": None,
+            "rc": rc,
+        }
+        finish(absent_facts(error, present=True), error["message"])
+        return
+    if preview["gpu_count"] >= 1:
+        q_rc, q_out, q_err = _run(query_command(smi), timeout, commands)
+        if q_rc == 0:
+            query_text = q_out
+        else:
+            query_error = classify_error(q_out, q_err, q_rc)["message"]
+    if preview["gpu_count"] > 1:
+        t_rc, t_out, t_err = _run(topo_command(smi), timeout, commands)
+        if t_rc == 0:
+            topo_text = t_out
+        else:
+            topo_error = classify_error(t_out, t_err, t_rc)["message"]
+    try:
+        facts = build_facts(out, query_text, topo_text, expect_mig=module.params["expect_mig"])
+    except ValueError as exc:  # a malformed CSV or topo: keep the XML facts
+        query_error = query_error or str(exc)
+        facts = build_facts(out, None, topo_text, expect_mig=module.params["expect_mig"])
+    facts["query_error"] = query_error
+    facts["topology_error"] = topo_error
+    if facts["gpu_count"] == 0:
+        finish(facts, "nvidia-smi runs but reports no GPU: check that the GPU is attached")
+        return
+    finish(facts)
+
+
+if __name__ == "__main__":
+    main()

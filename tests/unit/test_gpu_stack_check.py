@@ -1,0 +1,141 @@
+"""library/gpu_stack_check.py: a thin module over gpu_compat.check_stack."""
+
+from __future__ import annotations
+
+import json
+
+import gpu_stack_check
+import pytest
+from ansible.module_utils.gpu_compat import check_stack
+from ansible.module_utils.testing import patch_module_args
+from test_nvidia_smi_facts import run_adhoc
+
+SEED = {
+    "driver_branch": "470",
+    "cuda_version": "11.6",
+    "cudnn_version": "8.4.0",
+    "torch_version": "1.12.1",
+    "torch_cuda_variant": "cu116",
+    "python_version": "3.8",
+}
+H200_PLAN = {
+    "driver_version": "580.159.04",
+    "cuda_version": "13.0",
+    "cudnn_version": "9.19.0",
+    "torch_version": "2.11.0",
+    "torch_cuda_variant": "cu130",
+    "python_version": "3.12",
+}
+
+
+def run_module(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        gpu_stack_check.main()
+    return exc.value.code != 0, json.loads(capsys.readouterr().out)
+
+
+def test_consistent_stack(capsys):
+    failed, result = run_module(
+        dict(H200_PLAN, gpus=[{"name": "NVIDIA H200", "compute_capability": "9.0"}]), capsys
+    )
+    assert not failed
+    assert result["ok"] is True and result["problems"] == [] and result["changed"] is False
+    assert result["msg"] == "the planned GPU stack is consistent"
+    plan = result["plan"]
+    assert plan["min_driver_for_cuda"] == "580.65.06"
+    assert plan["max_cuda_for_driver"] == "13.0"
+    assert plan["torch_variants"] == ["cu126", "cu128", "cu130"]
+    assert plan["cuda_version"] == "13.0"
+
+
+def test_seed_stack_fails_listing_every_problem_with_its_fix(capsys):
+    gpus = [{"name": "NVIDIA H100 80GB HBM3", "index": i} for i in range(8)]
+    failed, result = run_module(dict(SEED, gpus=gpus), capsys)
+    assert failed
+    expected = check_stack(SEED, gpus)
+    assert result["problems"] == expected
+    assert result["ok"] is False
+    lines = result["msg"].splitlines()
+    assert lines[0] == "5 problem(s) with the planned GPU stack:"
+    assert len(lines) == 6
+    for line, problem in zip(lines[1:], expected):
+        assert line.startswith(f"- [{problem['code']}] {problem['message']} Fix: ")
+        for fix in problem["fix"]:
+            assert fix in line
+    assert 'Fix: nvidia_driver_branch: "510"' in lines[1]
+
+
+def test_report_only(capsys):
+    failed, result = run_module(dict(SEED, fail_on_problems=False), capsys)
+    assert not failed
+    assert [p["code"] for p in result["problems"]] == [
+        "driver-too-old-for-cuda",
+        "driver-too-old-for-torch-wheel",
+    ]
+    assert result["ok"] is False
+
+
+def test_problem_without_fix_is_rendered(capsys):
+    failed, result = run_module(
+        {"cuda_version": "13.0", "gpus": [{"name": "X", "compute_capability": "4.0"}]}, capsys
+    )
+    assert failed
+    assert result["msg"].endswith("Fix: see the message")
+
+
+def test_unknown_gpu_and_invalid_versions(capsys):
+    failed, result = run_module(
+        {"driver_branch": "latest", "cuda_version": "13.0", "gpus": [{"name": "Mystery"}]}, capsys
+    )
+    assert failed
+    assert [p["code"] for p in result["problems"]] == ["invalid-version", "unknown-gpu"]
+    assert result["plan"]["max_cuda_for_driver"] is None
+
+
+def test_numbers_from_yaml(capsys):
+    failed, result = run_module({"driver_branch": 580, "cuda_version": 13.0}, capsys)
+    assert not failed
+    assert result["plan"]["driver_branch"] == "580" and result["plan"]["cuda_version"] == "13.0"
+
+
+def test_empty_plan(capsys):
+    failed, result = run_module({}, capsys)
+    assert not failed and result["ok"] is True
+    assert result["plan"]["min_driver_for_cuda"] is None
+    assert result["plan"]["torch_variants"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        ({"gpus": "NVIDIA H200"}, "gpus"),
+        ({"fail_on_problems": "sometimes"}, "fail_on_problems"),
+        ({"torch": "2.11.0"}, "torch"),
+    ],
+)
+def test_argument_validation(args, text, capsys):
+    failed, result = run_module(args, capsys)
+    assert failed and text in result["msg"]
+
+
+def test_check_mode(capsys):
+    _, normal = run_module(dict(SEED, fail_on_problems=False), capsys)
+    _, checked = run_module(dict(SEED, fail_on_problems=False, _ansible_check_mode=True), capsys)
+    assert checked["problems"] == normal["problems"]
+
+
+@pytest.mark.slow
+def test_e2e_seed_stack(tmp_path):
+    result = run_adhoc(
+        "gpu_stack_check", dict(SEED, gpus=[{"name": "NVIDIA H100 80GB HBM3"}]), tmp_path
+    )
+    assert result["failed"] is True
+    codes = [p["code"] for p in result["problems"]]
+    assert codes[0] == "driver-too-old-for-cuda" and "torch-arch-not-covered" in codes
+    assert "510.39.01" in result["msg"]
+
+
+@pytest.mark.slow
+def test_e2e_h200_plan(tmp_path):
+    result = run_adhoc("gpu_stack_check", dict(H200_PLAN, gpus=[{"name": "NVIDIA H200"}]), tmp_path)
+    assert not result.get("failed") and result["ok"] is True
