@@ -1499,7 +1499,9 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
             fix = [_fix("torch_version", pick[0]), _fix("torch_cuda_variant", pick[1])]
             if driver and not driver_supports_cuda(driver, pick[2]):
                 fix.append(_fix("driver_branch", driver_branch(str(min_driver_for_cuda(pick[2])))))
-            advice = f"set conda_pytorch_version to {pick[0]} with conda_pytorch_cuda_variant {pick[1]}"
+            advice = (
+                f"set conda_pytorch_version to {pick[0]} with conda_pytorch_cuda_variant {pick[1]}"
+            )
         verb = "does not cover" if wheel is not None else "covers"
         problems.append(
             _problem(

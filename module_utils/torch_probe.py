@@ -275,15 +275,15 @@ def _variant_hint(facts: Dict[str, Any], driver_version: Optional[str]) -> str:
         if v != current
     ]
     if usable:
-        return f"set conda_pytorch_cuda_variant to {usable[-1]} (a CUDA wheel of torch {row['series']})"
+        wheel = usable[-1]
+        return f"set conda_pytorch_cuda_variant to {wheel} (a CUDA wheel of torch {row['series']})"
     if driver_version or facts.get("driver_cuda_version"):
         return (
             f"no other CUDA wheel of torch {row['series']} runs on this driver, so choose an "
             "older conda_pytorch_version and its conda_pytorch_cuda_variant"
         )
-    return (
-        f"set conda_pytorch_cuda_variant to {best_variant(row)} (a CUDA wheel of torch {row['series']})"
-    )
+    wheel = best_variant(row)
+    return f"set conda_pytorch_cuda_variant to {wheel} (a CUDA wheel of torch {row['series']})"
 
 
 def diagnose_cuda_unavailable(

@@ -706,7 +706,9 @@ def test_torch_without_wheel_for_variant():
     with_cuda = check_stack(
         {"torch_version": "2.4.1", "torch_cuda_variant": "cu130", "cuda_version": "12.1"}, []
     )
-    assert only(with_cuda, "torch-no-wheel-for-variant")["fix"] == ['conda_pytorch_cuda_variant: "cu121"']
+    assert only(with_cuda, "torch-no-wheel-for-variant")["fix"] == [
+        'conda_pytorch_cuda_variant: "cu121"'
+    ]
     with_driver = check_stack(
         {"torch_version": "2.4.1", "torch_cuda_variant": "cu130", "driver_branch": "535"}, []
     )
