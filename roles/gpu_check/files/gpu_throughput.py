@@ -132,6 +132,7 @@ PROFILES: Dict[str, Dict[str, Any]] = {
         "steps": 10,
         "windows": 3,
         "max_seconds": 85.0,
+        "mode_defaults": {},
     },
     "full": {
         "modes": list(MODE_ORDER),
@@ -140,6 +141,9 @@ PROFILES: Dict[str, Dict[str, Any]] = {
         "steps": 20,
         "windows": 5,
         "max_seconds": 540.0,
+        # The fastest single-H200 config measured: compile (fp16 when it is the faster
+        # eager dtype) at batch 384 with the whole step in a CUDA graph.
+        "mode_defaults": {"compile": {"batch": 384, "cuda_graphs": True}},
     },
 }
 COMPILE_MODES = ["default", "max-autotune-no-cudagraphs", "reduce-overhead", "max-autotune"]
@@ -152,6 +156,7 @@ SWEEP_KEYS = {
     "compile_dtype": "AMP dtype of the compile mode: fp16, bf16",
 }
 PRECISION_KEYS = ("fp32", "tf32", "fp16", "bf16")
+DEFAULT_BATCH = 256
 
 _T0 = time.monotonic()
 _QUIET = False
@@ -314,10 +319,7 @@ def sweep_variants(axes: Dict[str, List[Any]], mode: Optional[str] = None) -> Li
     if mode is not None:
         compiled = MODES[mode]["compiled"]
         axes = {
-            k: v
-            for k, v in axes.items()
-            if (k not in ("compile_mode", "compile_dtype") or compiled)
-            and (k != "cuda_graphs" or not compiled)
+            k: v for k, v in axes.items() if k not in ("compile_mode", "compile_dtype") or compiled
         }
     if not axes:
         return [{}]
@@ -368,7 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="cuda",
         help="cuda (default) or cpu (for CI: use a tiny --image-size and --batch-size)",
     )
-    add("--batch-size", type=int, default=256, help="batch size per GPU (default: %(default)s)")
+    add(
+        "--batch-size",
+        type=int,
+        help=f"batch size per GPU for every mode (default: {DEFAULT_BATCH}; the full profile "
+        "runs compile at 384 unless this or --batch compile=N is given)",
+    )
     add(
         "--batch",
         action="append",
@@ -384,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--optimizer-impl",
         choices=OPTIMIZER_IMPLS,
-        default="foreach",
+        default="fused",
         help="SGD implementation; fused falls back to foreach where unsupported (default: "
         "%(default)s)",
     )
@@ -404,8 +411,16 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--cuda-graphs",
         action="store_true",
-        help="capture the whole eager training step in a CUDA graph (best effort: falls back "
-        "to plain eager with a reported reason; fp16 needs --optimizer-impl fused)",
+        default=None,
+        help="capture the whole training step in a CUDA graph in every single-GPU mode (best "
+        "effort: falls back with a reported reason; fp16 needs the fused optimizer). Default: "
+        "only the full profile's compile mode",
+    )
+    add(
+        "--no-cuda-graphs",
+        dest="cuda_graphs",
+        action="store_false",
+        help="no CUDA-graph capture in any mode",
     )
     add(
         "--ddp-backend",
@@ -489,9 +504,19 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
     """Validate the arguments and fill profile defaults. Raises ValueError when bad."""
     profile = PROFILES[args.profile]
+    mode_defaults: Dict[str, Dict[str, Any]] = profile["mode_defaults"]
     modes = parse_mode_list(args.modes) if args.modes is not None else list(profile["modes"])
     probes = parse_probe_list(args.probes) if args.probes is not None else list(profile["probes"])
-    for name in ("batch_size", "image_size", "num_classes", "h2d_mib", "ddp_timeout"):
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ValueError("--batch-size must be >= 1")
+    global_batch = args.batch_size or DEFAULT_BATCH
+
+    def mode_batch(mode: str) -> int:
+        if args.batch_size is not None:
+            return args.batch_size
+        return int(mode_defaults.get(mode, {}).get("batch", DEFAULT_BATCH))
+
+    for name in ("image_size", "num_classes", "h2d_mib", "ddp_timeout"):
         if getattr(args, name) < 1:
             raise ValueError("--{} must be >= 1".format(name.replace("_", "-")))
     if args.image_size < 16:
@@ -524,9 +549,9 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
         "device": args.device,
         "modes": modes,
         "probes": probes,
-        "batch_size": args.batch_size,
+        "batch_size": global_batch,
         "batch_overrides": batches,
-        "batch_sizes": {m: batches.get(m, args.batch_size) for m in modes},
+        "batch_sizes": {m: batches.get(m, mode_batch(m)) for m in modes},
         "image_size": args.image_size,
         "num_classes": args.num_classes,
         "warmup": args.warmup if args.warmup is not None else profile["warmup"],
@@ -535,14 +560,23 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
         "optimizer_impl": args.optimizer_impl,
         "compile_mode": args.compile_mode,
         "compile_dtype": args.compile_dtype,
-        "cuda_graphs": bool(args.cuda_graphs),
+        "cuda_graphs_modes": [
+            m
+            for m in modes
+            if m != "ddp"
+            and (
+                args.cuda_graphs
+                if args.cuda_graphs is not None
+                else mode_defaults.get(m, {}).get("cuda_graphs", False)
+            )
+        ],
         "ddp_backend": args.ddp_backend or ("gloo" if cpu else "nccl"),
         "world_size": args.world_size,
         "ddp_mode": args.ddp_mode,
         "ddp_timeout": args.ddp_timeout,
         "num_workers": _worker_list(args.num_workers),
         "pipeline_images": args.pipeline_images or (256 if cpu else 8192),
-        "pipeline_batch_size": args.pipeline_batch_size or args.batch_size,
+        "pipeline_batch_size": args.pipeline_batch_size or global_batch,
         "h2d_mib": args.h2d_mib,
         "matmul_size": args.matmul_size or (256 if cpu else 8192),
         "peak_tflops": parse_peak_tflops(args.peak_tflops),
@@ -562,8 +596,8 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
 # --------------------------------------------------------------------------- torch set-up
 
 
-def import_torch() -> Tuple[Any, Any, Optional[str]]:
-    """(torch, torchvision, None) or (None, None, message)."""
+def import_torch(with_torchvision: bool = True) -> Tuple[Any, Any, Optional[str]]:
+    """(torch, torchvision or None, None) or (None, None, message)."""
     try:
         import torch
     except Exception as exc:  # ImportError, or an OSError from a broken CUDA library
@@ -572,6 +606,8 @@ def import_torch() -> Tuple[Any, Any, Optional[str]]:
             None,
             f"torch is not importable with {sys.executable}: {type(exc).__name__}: {exc}",
         )
+    if not with_torchvision:
+        return torch, None, None
     try:
         import torchvision
     except Exception as exc:
@@ -832,8 +868,8 @@ def train_benchmark(
     if cuda_graphs:
         if not cuda:
             notes.append("cuda_graphs ignored: device is cpu")
-        elif compiled:
-            notes.append("cuda_graphs ignored for compile: use --compile-mode reduce-overhead")
+        elif compiled and compile_mode in ("reduce-overhead", "max-autotune"):
+            notes.append(f"cuda_graphs ignored: compile mode {compile_mode} uses CUDA graphs")
         elif ddp_wrap is not None:
             notes.append("cuda_graphs ignored for ddp")
         elif scaler is not None and opt_used != "fused":
@@ -919,6 +955,8 @@ def empty_result(mode: str, batch: int) -> Dict[str, Any]:
         "windows": [],
         "warmup_seconds": None,
         "compile_seconds": None,
+        "compile_mode": None,
+        "tf32_state": None,
         "notes": [],
     }
 
@@ -984,7 +1022,7 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
         log(f"{mode}: skipped: {reason}")
         return result
     opt_impl = variant.get("optimizer", plan["optimizer_impl"])
-    graphs = variant.get("cuda_graphs", plan["cuda_graphs"])
+    graphs = variant.get("cuda_graphs", mode in plan["cuda_graphs_modes"])
     layout = "channels_last" if spec["channels_last"] else "NCHW"
     extras = f", torch.compile({compile_mode})" if spec["compiled"] else ""
     extras += ", cuda graphs" if graphs else ""
@@ -1051,15 +1089,14 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
         result["compile_seconds"] = _round(measured["first_step_s"], 2)
     result["notes"].extend(measured["notes"])
     result["mfu"] = mfu(ctx, result["img_s"], result["precision"])
-    log(
-        "{}: {} img/s ({} ms/step, peak {} MiB{})".format(
-            mode,
-            result["img_s"],
-            result["ms_per_step"],
-            result["peak_memory_mib"],
-            ", compile {} s".format(result["compile_seconds"]) if spec["compiled"] else "",
-        )
-    )
+    details = f"{result['ms_per_step']} ms/step"
+    if result["peak_memory_mib"] is not None:
+        details += f", peak {result['peak_memory_mib']} MiB"
+    if result["mfu"] is not None:
+        details += f", MFU {result['mfu']:.1%}"
+    if spec["compiled"]:
+        details += f", compile {result['compile_seconds']} s"
+    log(f"{mode}: {result['img_s']} img/s ({details})")
     return result
 
 
@@ -1086,6 +1123,7 @@ def run_mode_with_sweep(ctx: Context, mode: str) -> Dict[str, Any]:
                 "cuda_graphs": result["cuda_graphs"],
                 "compile_seconds": result["compile_seconds"],
                 "amp_dtype": result["amp_dtype"],
+                "notes": list(result["notes"]),
             }
         )
         first = first or result
@@ -1199,6 +1237,7 @@ def run_ddp(ctx: Context) -> Dict[str, Any]:
             "world_size": world,
             "timeout": plan["ddp_timeout"],
             "results_dir": tmp,
+            "quiet": _QUIET,
         }
         config_path = os.path.join(tmp, "config.json")
         with open(config_path, "w") as fh:
@@ -1320,10 +1359,13 @@ def ddp_worker_main(config_path: str) -> int:
     """One DDP rank (started by run_ddp with RANK/WORLD_SIZE/MASTER_* in the environment)."""
     with open(config_path) as fh:
         config = json.load(fh)
+    global _QUIET
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
+    _QUIET = bool(config.get("quiet")) or rank != 0
     out_path = os.path.join(config["results_dir"], f"rank{rank}.json")
     torch, torchvision, error = import_torch()
+    log(f"ddp rank 0: torch imported in {time.monotonic() - _T0:.1f} s")
     if error:
         with open(out_path, "w") as fh:
             json.dump({"rank": rank, "error": error}, fh)
@@ -1352,6 +1394,7 @@ def ddp_worker_main(config_path: str) -> int:
         except TypeError:
             kwargs.pop("device_id", None)
             dist.init_process_group(**kwargs)
+        log(f"ddp rank 0: {plan['ddp_backend']} process group of {world} up")
         ctx = Context(torch, torchvision, plan)
         if cuda:
             ctx.dev = torch.device("cuda", rank)
@@ -1378,6 +1421,7 @@ def ddp_worker_main(config_path: str) -> int:
             window_barrier=barrier,
         )
         measured["rank"] = rank
+        log(f"ddp rank 0: done, warm-up {measured['warmup_s']:.1f} s")
         with open(out_path, "w") as fh:
             json.dump(measured, fh)
         return EXIT_OK
@@ -1644,8 +1688,9 @@ def probe_input_pipeline(ctx: Context) -> Dict[str, Any]:
             entry = {
                 "num_workers": workers,
                 "status": "ok",
-                "img_s": _round(delivered / total_s) if total_s > 0 else None,
-                "img_s_steady": _round(steady),
+                # Steady rate after the first batch; worker start-up is reported apart.
+                "img_s": _round(steady if steady else delivered / total_s) if total_s > 0 else None,
+                "img_s_with_startup": _round(delivered / total_s) if total_s > 0 else None,
                 "first_batch_seconds": _round((first_at or ended) - started, 3),
                 "seconds": _round(total_s, 3),
                 "images_delivered": delivered,
@@ -1653,7 +1698,8 @@ def probe_input_pipeline(ctx: Context) -> Dict[str, Any]:
             result["results"].append(entry)
             log(
                 f"input_pipeline: {workers} workers: {entry['img_s']} img/s delivered to "
-                f"{ctx.device}"
+                f"{ctx.device} ({entry['img_s_with_startup']} with the "
+                f"{entry['first_batch_seconds']} s start-up)"
             )
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
@@ -1711,6 +1757,7 @@ def collect_environment(torch: Any, torchvision: Any, device: str) -> Dict[str, 
         "torchvision": torchvision.__version__,
         "numpy": None,
         "cuda_built": torch.version.cuda,
+        "cuda": torch.version.cuda,
         "cuda_available": bool(torch.cuda.is_available()) if device == "cuda" else None,
         "cudnn": None,
         "nccl": None,
@@ -1781,7 +1828,8 @@ def seed_ratio(results: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]]:
-    torch, torchvision, error = import_torch()
+    # torch first: a host without CUDA is told so before torchvision's import cost.
+    torch, _, error = import_torch(with_torchvision=False)
     if error:
         log(error)
         log(
@@ -1805,6 +1853,10 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
             )
         )
         return EXIT_NO_CUDA, None
+    torch, torchvision, error = import_torch()
+    if error:
+        log(error)
+        return EXIT_NO_TORCH, None
     environment = collect_environment(torch, torchvision, plan["device"])
     if plan["device"] == "cuda":
         gpu0 = environment["gpus"][0]

@@ -1,0 +1,478 @@
+#!/usr/bin/python
+"""Ansible module gpu_throughput: run the ResNet-50 throughput program and judge it."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_throughput
+short_description: Measure ResNet-50 training throughput on a host and judge it against references
+description:
+  - Runs the standalone benchmark program C(gpu_throughput.py) (shipped in
+    C(roles/gpu_check/files/)) with the PyTorch environment's interpreter, parses its JSON
+    report and compares every mode's images/s with a reference table keyed by GPU model
+    and mode (C(module_utils/gpu_throughput_ref.py)).
+  - Each reference row names its source. These are the seed article's A100 table
+    (C(seed 001 section 7)), published numbers (Lambda's deeplearning-benchmark, NVIDIA
+    DeepLearningExamples), or this project's own H200 measurements.
+  - A mode passes when measured / reference reaches O(tolerance). A GPU model or mode
+    without a reference row is reported as V(unknown) and never fails.
+  - A failing host gets one message. It names each slow mode with measured vs reference,
+    and the likely causes that the O(nvidia_smi) and O(torch_cuda) facts show.
+    Those causes are a downgraded PCIe link, throttled clocks, MIG on, other processes
+    on the GPU, or the wrong torch build.
+  - The module never changes the host and C(changed) is always false. With O(output_dir)
+    set, it also keeps a copy of the report in that directory.
+version_added: "0.1.0"
+author:
+  - Kindling maintainers
+options:
+  python:
+    description: Interpreter of the PyTorch environment that runs the program.
+    type: path
+    default: /opt/conda/envs/pytorch/bin/python
+  script:
+    description: Path of C(gpu_throughput.py) on the managed host.
+    type: path
+    required: true
+  profile:
+    description:
+      - V(quick) runs fp32, amp_fp16 (the seed recipe), amp_fp16_cl and the h2d probe
+        in at most about 90 s on an H200.
+      - V(full) adds tf32, both bf16 modes, torch.compile, DDP over all local GPUs, and
+        the input_pipeline, matmul and h2d probes.
+    type: str
+    choices: [quick, full]
+    default: quick
+  modes:
+    description:
+      - Modes to run instead of the profile's.
+      - The choices are fp32, tf32, amp_fp16, amp_bf16, amp_fp16_cl, amp_bf16_cl, compile
+        and ddp. The alias seed_recipe means amp_fp16.
+    type: list
+    elements: str
+  probes:
+    description:
+      - Probes to run instead of the profile's (h2d, matmul, input_pipeline).
+      - An empty list runs none.
+    type: list
+    elements: str
+  batch_size:
+    description: Batch size per GPU for every mode (the program's default is 256).
+    type: int
+  device:
+    description: V(cuda), or V(cpu) for CI hosts without a GPU (use a tiny O(image_size)).
+    type: str
+    choices: [cuda, cpu]
+    default: cuda
+  image_size:
+    description:
+      - Square image side (the program's default is 224).
+      - The references are for 224. Any other size is reported only and never judged.
+    type: int
+  extra_args:
+    description: More arguments for the program, e.g. C(["--batch", "amp_bf16_cl=384"]).
+    type: list
+    elements: str
+    default: []
+  tolerance:
+    description: A mode passes when measured / reference >= tolerance (0 < tolerance <= 1).
+    type: float
+    default: 0.8
+  gpu_name_override:
+    description:
+      - GPU name used for the reference lookup instead of the one the program reports.
+      - An example is C(NVIDIA H200).
+    type: str
+  nvidia_smi:
+    description:
+      - Facts shaped like C(ansible_facts.nvidia_smi), used to diagnose a slow mode.
+      - These facts are gpus[] with pcie_gen_current/max, pcie_width_current/max,
+        clock_event_reasons_active, mig_mode and an optional processes count.
+    type: dict
+  torch_cuda:
+    description:
+      - Facts shaped like C(ansible_facts.torch_cuda), used to diagnose a slow mode.
+      - These facts are verdict, arch_list, built_cuda_version and cuda_available.
+    type: dict
+  fail_on_slow:
+    description: Fail the task when a mode is slow or could not run; with V(false) it only warns.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds the program may run before it is killed and the task fails.
+    type: int
+    default: 600
+  output_dir:
+    description: Directory on the host where the JSON report is kept, as C(gpu_throughput.json).
+    type: path
+attributes:
+  check_mode:
+    description: In check mode the benchmark is not run; the result says so with C(skipped).
+    support: full
+  diff_mode:
+    description: Nothing to diff.
+    support: none
+notes:
+  - The program needs torch and torchvision in O(python). Its exit codes are 2 for bad
+    arguments, 3 when torch or torchvision is not importable, and 4 when CUDA was
+    requested but is unavailable. Each failure message explains its code.
+  - MFU uses 24.7 GFLOP per image per training step and the peak dense TFLOP/s of the
+    GPU's datasheet, when the GPU is in the table.
+  - The method, the modes and the reference table with its sources are in
+    C(docs/BENCHMARKS.md) of the Kindling repository.
+"""
+
+EXAMPLES = r"""
+- name: Prove the host trains ResNet-50 as fast as its GPU should
+  gpu_throughput:
+    script: /opt/kindling/gpu_throughput.py
+    nvidia_smi: "{{ ansible_facts.nvidia_smi | default(omit) }}"
+    torch_cuda: "{{ ansible_facts.torch_cuda | default(omit) }}"
+  register: throughput
+
+- name: Full profile, only report (never fail), keep the JSON on the host
+  gpu_throughput:
+    script: /opt/kindling/gpu_throughput.py
+    profile: full
+    fail_on_slow: false
+    timeout: 900
+    output_dir: /var/lib/kindling
+
+- name: CPU smoke test in CI
+  gpu_throughput:
+    python: /usr/bin/python3
+    script: /opt/kindling/gpu_throughput.py
+    device: cpu
+    modes: [fp32]
+    probes: []
+    image_size: 32
+    batch_size: 2
+    extra_args: [--warmup, "1", --steps, "1", --windows, "2"]
+"""
+
+RETURN = r"""
+throughput:
+  description: The program's raw JSON report (schema_version 1).
+  returned: when the program ran
+  type: dict
+  contains:
+    environment:
+      description: GPU names, count, capability, driver, torch, CUDA, cuDNN, NCCL, python, host.
+      type: dict
+    config:
+      description: The resolved plan (modes, batch sizes, steps, windows, options).
+      type: dict
+    modes:
+      description:
+        - Per mode, its status (ok, skipped or failed), reason, img_s, ms_per_step,
+          peak_memory_mib, mfu, batch_size, windows, warmup_seconds and compile_seconds.
+        - The ddp mode also has world_size, img_s_per_gpu and scaling_efficiency.
+      type: dict
+    probes:
+      description: h2d, matmul and input_pipeline results.
+      type: dict
+    seed_ratio:
+      description: Best single-GPU mode vs the seed recipe (amp_fp16, NCHW).
+      type: dict
+    wall_seconds:
+      description: Wall time of the program.
+      type: float
+judgement:
+  description: >-
+    Per mode, img_s (per GPU for ddp), reference, ratio, status (pass, fail, unknown or
+    skipped), source, reference_batch, mfu and reason.
+  returned: when the program ran
+  type: dict
+verdict:
+  description: pass, fail, or unknown (nothing judged).
+  returned: when the program ran
+  type: str
+counts:
+  description: How many modes passed, failed, were unknown and were skipped.
+  returned: when the program ran
+  type: dict
+tolerance:
+  description: The tolerance the judgement used.
+  returned: when the program ran
+  type: float
+rc:
+  description: The program's exit code.
+  returned: when the program ran
+  type: int
+gpu_key:
+  description: Reference key derived from the GPU name (e.g. h200, a100-40gb, cpu).
+  returned: when the program ran
+  type: str
+gpu_name:
+  description: The GPU name the judgement used.
+  returned: when the program ran
+  type: str
+summary:
+  description: One line for people watching the play.
+  returned: always
+  type: str
+failed_modes:
+  description: Modes below tolerance or that could not run.
+  returned: always
+  type: list
+  elements: str
+diagnosis:
+  description: Likely causes of the failed modes, as sentences (empty when none failed).
+  returned: always
+  type: list
+  elements: str
+cmd:
+  description: The command line that ran.
+  returned: when the program ran
+  type: list
+  elements: str
+stderr_tail:
+  description: The last lines of the program's progress output.
+  returned: when the program ran
+  type: str
+output_file:
+  description: Where the JSON report was kept on the host (with O(output_dir)).
+  returned: when output_dir is set
+  type: str
+skipped:
+  description: True in check mode; the benchmark did not run.
+  returned: in check mode
+  type: bool
+"""
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.gpu_throughput_ref import (  # noqa: E402
+    DEFAULT_TOLERANCE,
+    diagnose,
+    failure_message,
+    gpu_model_key,
+    judge_report,
+    peak_tflops_arg,
+    summary_line,
+)
+
+EXIT_MEANINGS = {
+    1: "the program crashed (a Python traceback is in its stderr)",
+    2: "the program rejected its arguments (check modes, probes and extra_args)",
+    3: "torch or torchvision is not importable with {python}: install the PyTorch environment "
+    "(the conda_pytorch role) or point python= at the right interpreter",
+    4: "CUDA was requested but torch.cuda.is_available() is False: a CPU-only torch wheel or a "
+    "driver problem (see torch_cuda_facts and nvidia-smi), or use device=cpu on hosts "
+    "without a GPU",
+}
+PROFILE_BUDGET = {"quick": 85.0, "full": 540.0}
+
+
+def tail(text, lines=25):
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def exit_meaning(rc, python):
+    if rc < 0:
+        return f"the program was killed by signal {-rc} (out of host memory?)"
+    if rc in (124, 137):
+        return "the program was killed (time limit or out of host memory)"
+    return EXIT_MEANINGS.get(rc, "unexpected exit code").format(python=python)
+
+
+def build_command(params, known_key):
+    cmd = [params["python"], params["script"], "--profile", params["profile"]]
+    cmd += ["--device", params["device"]]
+    extra = list(params["extra_args"] or [])
+    if params["modes"] is not None:
+        cmd += ["--modes", ",".join(params["modes"])]
+    if params["probes"] is not None:
+        cmd += ["--probes", ",".join(params["probes"]) or "none"]
+    if params["batch_size"] is not None:
+        cmd += ["--batch-size", str(params["batch_size"])]
+    if params["image_size"] is not None:
+        cmd += ["--image-size", str(params["image_size"])]
+    if known_key and "--peak-tflops" not in extra:
+        peaks = peak_tflops_arg(known_key)
+        if peaks:
+            cmd += ["--peak-tflops", peaks]
+    if "--max-seconds" not in extra:
+        # Leave the program time to finish its last mode and print the report.
+        budget = params["timeout"] * 0.75
+        if budget < PROFILE_BUDGET[params["profile"]]:
+            cmd += ["--max-seconds", f"{max(1.0, budget):g}"]
+    if params["output_dir"]:
+        cmd += ["--output", os.path.join(params["output_dir"], "gpu_throughput.json")]
+    return cmd + extra
+
+
+def run_program(cmd, timeout):
+    """(rc, stdout, stderr, timed_out); the program runs in its own process group."""
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+            except OSError:
+                break
+            try:
+                out, err = proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                out, err = b"", b""
+        return proc.returncode, out or b"", err or b"", True
+
+
+def gpu_name_from(params, report):
+    if params["gpu_name_override"]:
+        return params["gpu_name_override"]
+    if params["device"] == "cpu":
+        return "cpu"
+    gpus = ((report or {}).get("environment") or {}).get("gpus") or []
+    if gpus and gpus[0].get("name"):
+        return gpus[0]["name"]
+    facts = params["nvidia_smi"] or {}
+    facts_gpus = facts.get("gpus") or []
+    if facts_gpus and isinstance(facts_gpus[0], dict) and facts_gpus[0].get("name"):
+        return facts_gpus[0]["name"]
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type="path", default="/opt/conda/envs/pytorch/bin/python"),
+            script=dict(type="path", required=True),
+            profile=dict(type="str", choices=["quick", "full"], default="quick"),
+            modes=dict(type="list", elements="str"),
+            probes=dict(type="list", elements="str"),
+            batch_size=dict(type="int"),
+            device=dict(type="str", choices=["cuda", "cpu"], default="cuda"),
+            image_size=dict(type="int"),
+            extra_args=dict(type="list", elements="str", default=[]),
+            tolerance=dict(type="float", default=DEFAULT_TOLERANCE),
+            gpu_name_override=dict(type="str"),
+            nvidia_smi=dict(type="dict"),
+            torch_cuda=dict(type="dict"),
+            fail_on_slow=dict(type="bool", default=True),
+            timeout=dict(type="int", default=600),
+            output_dir=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    result = dict(changed=False, summary="", failed_modes=[], diagnosis=[])
+    if not 0 < p["tolerance"] <= 1:
+        module.fail_json(msg=f"tolerance must be in (0, 1], got {p['tolerance']}", **result)
+    if p["timeout"] < 1:
+        module.fail_json(msg=f"timeout must be >= 1 second, got {p['timeout']}", **result)
+    for name in ("batch_size", "image_size"):
+        if p[name] is not None and p[name] < 1:
+            module.fail_json(msg=f"{name} must be >= 1, got {p[name]}", **result)
+    if module.check_mode:
+        result.update(
+            skipped=True,
+            summary="check mode: the GPU throughput benchmark was not run",
+            msg="check mode: the GPU throughput benchmark was not run",
+        )
+        module.exit_json(**result)
+    if not os.path.isfile(p["script"]):
+        module.fail_json(
+            msg=f"benchmark program {p['script']} not found on the host: copy "
+            "roles/gpu_check/files/gpu_throughput.py there (the gpu_check role does) or fix "
+            "script=",
+            **result,
+        )
+    if not (os.path.isfile(p["python"]) and os.access(p["python"], os.X_OK)):
+        module.fail_json(
+            msg=f"interpreter {p['python']} does not exist or is not executable: provision the "
+            "PyTorch environment (the conda_pytorch role) or set python= to its interpreter",
+            **result,
+        )
+    if p["output_dir"]:
+        try:
+            os.makedirs(p["output_dir"], exist_ok=True)
+        except OSError as exc:
+            module.fail_json(msg=f"cannot create output_dir {p['output_dir']}: {exc}", **result)
+
+    known_name = p["gpu_name_override"] or gpu_name_from(p, None)
+    known_key = gpu_model_key(known_name) if known_name else None
+    cmd = build_command(p, known_key)
+    result["cmd"] = cmd
+    started = time.monotonic()
+    rc, out, err, timed_out = run_program(cmd, p["timeout"])
+    stdout = out.decode("utf-8", "replace")
+    stderr = err.decode("utf-8", "replace")
+    result["stderr_tail"] = tail(stderr)
+    result["rc"] = rc
+    if timed_out:
+        module.fail_json(
+            msg=f"gpu_throughput.py did not finish within timeout={p['timeout']} s and was "
+            "killed: raise timeout, use profile=quick, or lower the program's budget "
+            f"(extra_args: --max-seconds). Last progress lines:\n{tail(stderr, 10)}",
+            **result,
+        )
+    if rc != 0:
+        module.fail_json(
+            msg=f"gpu_throughput.py exited {rc}: {exit_meaning(rc, p['python'])}. "
+            f"stderr tail:\n{tail(stderr, 15)}",
+            **result,
+        )
+    try:
+        if p["output_dir"]:
+            path = os.path.join(p["output_dir"], "gpu_throughput.json")
+            result["output_file"] = path
+            with open(path) as fh:
+                report = json.load(fh)
+        else:
+            report = json.loads(stdout)
+        if not isinstance(report, dict) or report.get("schema_version") != 1:
+            raise ValueError("not a schema_version 1 report")
+    except (OSError, ValueError) as exc:
+        module.fail_json(
+            msg=f"gpu_throughput.py exited 0 but did not produce a JSON report ({exc}); "
+            f"stdout starts with {stdout[:200]!r}; stderr tail:\n{tail(stderr, 10)}",
+            **result,
+        )
+    gpu_name = gpu_name_from(p, report)
+    gpu_key = gpu_model_key(gpu_name)
+    judged = judge_report(report, gpu_key, p["tolerance"])
+    names = {g.get("name") for g in (report.get("environment") or {}).get("gpus") or []}
+    if len(names) > 1:
+        module.warn(f"this host mixes GPU models {sorted(names)}; judged as {gpu_name}")
+    failed = judged["failed_modes"]
+    causes = diagnose(failed, p["nvidia_smi"], p["torch_cuda"], report)
+    result.update(
+        throughput=report,
+        judgement=judged["modes"],
+        verdict=judged["verdict"],
+        gpu_key=gpu_key,
+        gpu_name=gpu_name,
+        tolerance=p["tolerance"],
+        counts=judged["counts"],
+        failed_modes=failed,
+        diagnosis=causes,
+        summary=summary_line(judged, gpu_name),
+        module_seconds=round(time.monotonic() - started, 2),
+    )
+    if failed:
+        message = failure_message(judged, causes, gpu_name)
+        if p["fail_on_slow"]:
+            module.fail_json(msg=message, **result)
+        module.warn(message + " (fail_on_slow=false: the task does not fail)")
+    module.exit_json(msg=result["summary"], **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,544 @@
+"""The benchmark program, run for real on the CPU with a tiny batch and resolution.
+
+One module-scoped run covers fp32, a bf16 autocast mode, the CPU-skipped modes (tf32,
+fp16 + GradScaler), gloo DDP with two processes, a batch sweep, and the matmul,
+input_pipeline and h2d probes. It runs under a small "reaper" wrapper that makes itself
+the child subreaper, so that any process the program leaves behind (DataLoader workers,
+DDP ranks) is re-parented to the wrapper and shows up as its child after the program
+exits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = REPO_ROOT / "roles" / "gpu_check" / "files" / "gpu_throughput.py"
+PY = sys.executable
+
+# Runs argv, then reports every live (non-zombie) process left as its child. With
+# PR_SET_CHILD_SUBREAPER (36) orphaned grandchildren are re-parented to this wrapper.
+REAPER = r"""
+import ctypes, json, os, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+def live_children():
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % entry).read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.append({"pid": int(entry), "cmd": stat[stat.find("(") + 1:stat.rfind(")")]})
+    return found
+
+deadline = time.monotonic() + 5
+while True:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+    left = live_children()
+    if not left or time.monotonic() > deadline:
+        break
+    time.sleep(0.1)
+json.dump({"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": proc.stderr.decode(),
+           "children": left}, sys.stdout)
+"""
+
+CPU_ARGS = [
+    "--device", "cpu",
+    "--image-size", "32",
+    "--batch-size", "2",
+    "--num-classes", "10",
+    "--warmup", "1",
+    "--steps", "1",
+    "--windows", "2",
+    "--threads", "1",
+    "--modes", "fp32,tf32,amp_fp16,amp_bf16_cl,ddp",
+    "--probes", "h2d,matmul,input_pipeline",
+    "--ddp-backend", "gloo",
+    "--world-size", "2",
+    "--num-workers", "0,2",
+    "--pipeline-images", "64",
+    "--matmul-size", "64",
+    "--sweep", "optimizer=foreach,fused",
+    "--sweep-modes", "fp32",
+    "--ddp-mode", "fp32",
+    "--peak-tflops", "fp32=1,bf16=1",
+    "--max-seconds", "300",
+]  # fmt: skip
+
+MODE_KEYS = {
+    "status": str,
+    "reason": (str, type(None)),
+    "label": str,
+    "batch_size": int,
+    "precision": str,
+    "amp_dtype": (str, type(None)),
+    "channels_last": bool,
+    "compiled": bool,
+    "tf32": (bool, type(None)),
+    "optimizer_impl": (str, type(None)),
+    "cuda_graphs": bool,
+    "img_s": (float, type(None)),
+    "ms_per_step": (float, type(None)),
+    "peak_memory_mib": (float, type(None)),
+    "mfu": (float, type(None)),
+    "windows": list,
+    "warmup_seconds": (float, type(None)),
+    "compile_seconds": (float, type(None)),
+    "compile_mode": (str, type(None)),
+    "tf32_state": (dict, type(None)),
+    "notes": list,
+}
+DDP_KEYS = {
+    "base_mode": str,
+    "base_reason": str,
+    "backend": str,
+    "launcher": str,
+    "world_size": int,
+    "img_s_per_gpu": (float, type(None)),
+    "single_gpu_img_s": (float, type(None)),
+    "scaling_efficiency": (float, type(None)),
+}
+ENV_KEYS = {
+    "hostname": str,
+    "python": str,
+    "python_executable": str,
+    "platform": str,
+    "cpu_count": int,
+    "torch": str,
+    "torchvision": str,
+    "numpy": (str, type(None)),
+    "cuda_built": (str, type(None)),
+    "cuda": (str, type(None)),
+    "cuda_available": (bool, type(None)),
+    "cudnn": (int, type(None)),
+    "nccl": (str, type(None)),
+    "driver": (str, type(None)),
+    "device": str,
+    "gpu_count": int,
+    "gpus": list,
+    "arch_list": list,
+    "bf16_supported": bool,
+}
+
+
+def run_program(args: List[str], python: str = PY, timeout: int = 240) -> Dict[str, Any]:
+    proc = subprocess.run(
+        [PY, "-c", REAPER, python, str(PROGRAM), *args],
+        capture_output=True,
+        timeout=timeout,
+        check=True,
+        cwd=REPO_ROOT,
+    )
+    return json.loads(proc.stdout)
+
+
+def load_program_module() -> Any:
+    spec = importlib.util.spec_from_file_location("gpu_throughput_program", PROGRAM)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cpu_run() -> Dict[str, Any]:
+    result = run_program(CPU_ARGS)
+    assert result["rc"] == 0, result["stderr"][-3000:]
+    result["report"] = json.loads(result["stdout"])  # stdout carries the JSON alone
+    return result
+
+
+@pytest.fixture(scope="module")
+def report(cpu_run: Dict[str, Any]) -> Dict[str, Any]:
+    return cpu_run["report"]
+
+
+@pytest.fixture(scope="module")
+def program() -> Any:
+    return load_program_module()
+
+
+def assert_keys(obj: Dict[str, Any], spec: Dict[str, Any], where: str) -> None:
+    for key, types in spec.items():
+        assert key in obj, f"{where}: missing {key}"
+        assert isinstance(obj[key], types), f"{where}.{key}: {obj[key]!r} is not {types}"
+
+
+# ----------------------------------------------------------------------------- the real run
+
+
+@pytest.mark.slow
+def test_top_level_schema(report: Dict[str, Any]) -> None:
+    assert report["schema_version"] == 1
+    assert_keys(
+        report,
+        {
+            "schema_version": int,
+            "program": str,
+            "started_at": str,
+            "environment": dict,
+            "config": dict,
+            "modes": dict,
+            "probes": dict,
+            "seed_ratio": dict,
+            "sweep": list,
+            "children_at_exit": list,
+            "wall_seconds": float,
+        },
+        "report",
+    )
+    assert report["wall_seconds"] > 0
+    assert_keys(report["environment"], ENV_KEYS, "environment")
+    env = report["environment"]
+    assert env["device"] == "cpu" and env["gpu_count"] == 0 and env["cpu_count"] >= 1
+    config = report["config"]
+    for key in ("profile", "device", "modes", "probes", "batch_sizes", "image_size", "warmup",
+                "steps", "windows", "optimizer_impl", "compile_mode", "cuda_graphs_modes",
+                "ddp_backend", "world_size", "num_workers", "peak_tflops", "max_seconds",
+                "sweep", "flop_per_image", "timing", "argv"):  # fmt: skip
+        assert key in config, key
+    assert config["modes"] == ["fp32", "tf32", "amp_fp16", "amp_bf16_cl", "ddp"]
+    assert config["timing"] == "time.perf_counter"
+    assert config["peak_tflops"] == {"fp32": 1.0, "bf16": 1.0}
+
+
+@pytest.mark.slow
+def test_every_mode_has_the_schema(report: Dict[str, Any]) -> None:
+    assert list(report["modes"]) == ["fp32", "tf32", "amp_fp16", "amp_bf16_cl", "ddp"]
+    for mode, result in report["modes"].items():
+        assert_keys(result, MODE_KEYS, mode)
+        assert result["status"] in ("ok", "skipped", "failed")
+    assert_keys(report["modes"]["ddp"], DDP_KEYS, "ddp")
+
+
+@pytest.mark.slow
+def test_measured_modes_have_plausible_numbers(report: Dict[str, Any]) -> None:
+    fp32 = report["modes"]["fp32"]
+    assert fp32["status"] == "ok", fp32["reason"]
+    assert fp32["precision"] == "fp32" and fp32["tf32"] is False
+    assert fp32["batch_size"] in (1, 2)
+    assert fp32["img_s"] > 0 and fp32["ms_per_step"] > 0 and fp32["warmup_seconds"] > 0
+    assert len(fp32["windows"]) == 2 and all(w > 0 for w in fp32["windows"])
+    assert fp32["peak_memory_mib"] is None  # CPU: no CUDA allocator to ask
+    assert fp32["mfu"] is not None and fp32["mfu"] > 0  # --peak-tflops fp32=1
+    assert fp32["optimizer_impl"] in ("fused", "foreach")
+    bf16 = report["modes"]["amp_bf16_cl"]
+    if report["environment"]["bf16_supported"]:
+        assert bf16["status"] == "ok", bf16["reason"]
+        assert bf16["img_s"] > 0 and bf16["amp_dtype"] == "bf16" and bf16["channels_last"]
+    else:
+        assert bf16["status"] == "skipped" and bf16["reason"]
+
+
+@pytest.mark.slow
+def test_skipped_modes_carry_reasons(report: Dict[str, Any]) -> None:
+    tf32 = report["modes"]["tf32"]
+    assert tf32["status"] == "skipped" and "TF32" in tf32["reason"]
+    fp16 = report["modes"]["amp_fp16"]
+    assert fp16["status"] == "skipped"
+    assert "GradScaler" in fp16["reason"] and "CPU" in fp16["reason"]
+    for result in (tf32, fp16):
+        assert result["img_s"] is None and result["windows"] == []
+
+
+@pytest.mark.slow
+def test_gloo_ddp_with_two_processes(report: Dict[str, Any]) -> None:
+    ddp = report["modes"]["ddp"]
+    assert ddp["status"] == "ok", ddp["reason"]
+    assert ddp["backend"] == "gloo" and ddp["world_size"] == 2
+    assert ddp["img_s"] > 0 and len(ddp["windows"]) == 2
+    assert ddp["img_s_per_gpu"] == pytest.approx(ddp["img_s"] / 2, rel=0.01)
+    # --ddp-mode fp32 (bf16 is emulated and slow on most CPUs): the same config as the
+    # fp32 mode of this run, whose img/s is the single-process baseline.
+    assert ddp["base_mode"] == "fp32" and ddp["precision"] == "fp32"
+    assert ddp["batch_size"] == report["modes"]["fp32"]["batch_size"]
+    assert ddp["optimizer_impl"] == report["modes"]["fp32"]["optimizer_impl"]
+    assert ddp["single_gpu_img_s"] == report["modes"]["fp32"]["img_s"]
+    expected = ddp["img_s"] / (2 * ddp["single_gpu_img_s"])
+    assert ddp["scaling_efficiency"] == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.slow
+def test_probes(report: Dict[str, Any]) -> None:
+    probes = report["probes"]
+    assert set(probes) == {"h2d", "matmul", "input_pipeline"}
+    h2d = probes["h2d"]
+    assert h2d["status"] == "skipped" and "cpu" in h2d["reason"]
+    matmul = probes["matmul"]
+    assert matmul["status"] == "ok" and matmul["size"] == 64 and matmul["device"] == "cpu"
+    assert matmul["results"]["fp32"]["status"] == "ok"
+    assert matmul["results"]["fp32"]["gflop_s"] > 0
+    pipe = probes["input_pipeline"]
+    assert pipe["status"] == "ok", pipe["reason"]
+    assert [r["num_workers"] for r in pipe["results"]] == [0, 2]
+    for entry in pipe["results"]:
+        assert entry["status"] == "ok" and entry["img_s"] > 0
+        assert entry["img_s_with_startup"] > 0 and entry["first_batch_seconds"] >= 0
+        assert entry["images_delivered"] == 64
+    assert pipe["best_img_s"] == max(r["img_s"] for r in pipe["results"])
+    assert pipe["persistent_workers"] is False
+    assert pipe["workers_alive_after"] == 0
+    assert pipe["dataset_removed"] is True
+
+
+@pytest.mark.slow
+def test_sweep_records_every_variant(report: Dict[str, Any]) -> None:
+    sweep = report["sweep"]
+    assert [(s["mode"], s["variant"]) for s in sweep] == [
+        ("fp32", {"optimizer": "foreach"}),
+        ("fp32", {"optimizer": "fused"}),
+    ]
+    assert [s["status"] for s in sweep] == ["ok", "ok"]
+    assert sweep[0]["optimizer_impl"] == "foreach"
+    assert sweep[1]["optimizer_impl"] in ("fused", "foreach")  # fused falls back if missing
+    fp32 = report["modes"]["fp32"]
+    assert fp32["variant"] in [s["variant"] for s in sweep]
+    assert fp32["img_s"] == max(s["img_s"] for s in sweep)
+
+
+@pytest.mark.slow
+def test_seed_ratio_says_why_it_is_missing(report: Dict[str, Any]) -> None:
+    seed = report["seed_ratio"]
+    assert seed["seed_mode"] == "amp_fp16"
+    assert seed["ratio"] is None and seed["seed_img_s"] is None
+    assert "amp_fp16" in seed["reason"] and "skipped" in seed["reason"]
+    assert seed["best_mode"] in ("fp32", "amp_bf16_cl")  # ddp is not a single-GPU mode
+    assert seed["best_img_s"] == report["modes"][seed["best_mode"]]["img_s"]
+
+
+@pytest.mark.slow
+def test_no_processes_left_behind(cpu_run: Dict[str, Any]) -> None:
+    assert cpu_run["children"] == [], f"left behind: {cpu_run['children']!r}"
+    assert cpu_run["report"]["children_at_exit"] == []
+
+
+@pytest.mark.slow
+def test_progress_goes_to_stderr(cpu_run: Dict[str, Any]) -> None:
+    assert "[gpu_throughput" in cpu_run["stderr"]
+    assert "[gpu_throughput" not in cpu_run["stdout"]
+
+
+# ----------------------------------------------------------------------------- exit codes
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--modes", "fp8"], "unknown mode 'fp8'"),
+        (["--probes", "nvlink"], "unknown probe 'nvlink'"),
+        (["--batch", "fp32"], "--batch wants MODE=SIZE"),
+        (["--batch", "fp32=0"], "size must be >= 1"),
+        (["--sweep", "lr=1,2"], "unknown key 'lr'"),
+        (["--sweep", "batch=x"], "not a positive integer"),
+        (["--device", "tpu"], "invalid choice"),
+        (["--peak-tflops", "fp64=1"], "unknown precision"),
+        (["--image-size", "8"], "--image-size must be >= 16"),
+    ],
+)
+def test_bad_arguments_exit_2(args: List[str], message: str) -> None:
+    proc = subprocess.run(
+        [PY, str(PROGRAM), *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert proc.stdout == ""
+
+
+def fake_python_without_torch(tmp_path: Path) -> str:
+    """A FAKE interpreter: the venv's python with -S, so site-packages (torch) is absent."""
+    fake = tmp_path / "python-without-torch"
+    fake.write_text(f'#!/bin/sh\nexec "{PY}" -S "$@"\n')
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_help_works_without_torch(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [fake_python_without_torch(tmp_path), str(PROGRAM), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--profile" in proc.stdout and "Exit codes" in proc.stdout
+
+
+def test_missing_torch_exits_3(tmp_path: Path) -> None:
+    result = run_program(["--device", "cpu"], python=fake_python_without_torch(tmp_path))
+    assert result["rc"] == 3
+    assert "torch is not importable" in result["stderr"]
+    assert "No module named 'torch'" in result["stderr"]
+    assert result["stdout"] == ""
+    assert result["children"] == []
+
+
+@pytest.mark.slow
+def test_missing_torchvision_exits_3(tmp_path: Path) -> None:
+    # A FAKE torchvision package that fails to import shadows the real one.
+    fake = tmp_path / "shadow" / "torchvision"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('FAKE torchvision for a test')\n")
+    proc = subprocess.run(
+        [PY, str(PROGRAM), "--device", "cpu", "--modes", "fp32", "--probes", "none"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path / "shadow")),
+    )
+    assert proc.returncode == 3
+    assert "torchvision is not importable" in proc.stderr
+    assert "FAKE torchvision for a test" in proc.stderr and "(torch 2." in proc.stderr
+
+
+@pytest.mark.slow
+def test_cuda_requested_without_gpu_exits_4() -> None:
+    if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have a usable GPU")
+    proc = subprocess.run(
+        [PY, str(PROGRAM), "--device", "cuda", "--modes", "fp32", "--probes", "none"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 4
+    assert "CUDA requested but torch.cuda.is_available() is False" in proc.stderr
+    assert "CPU-only torch wheel" in proc.stderr
+    assert proc.stdout == ""
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+
+def test_profiles(program: Any) -> None:
+    parser = program.build_parser()
+    quick = program.resolve_plan(parser.parse_args([]))
+    assert quick["profile"] == "quick" and quick["device"] == "cuda"
+    assert quick["modes"] == ["fp32", "amp_fp16", "amp_fp16_cl"]
+    assert quick["probes"] == ["h2d"]
+    assert quick["batch_sizes"] == {"fp32": 256, "amp_fp16": 256, "amp_fp16_cl": 256}
+    assert quick["cuda_graphs_modes"] == [] and quick["max_seconds"] == 85.0
+    full = program.resolve_plan(parser.parse_args(["--profile", "full"]))
+    assert full["modes"] == list(program.MODE_ORDER) and full["probes"] == program.PROBE_ORDER
+    assert full["batch_sizes"]["compile"] == 384 and full["batch_sizes"]["fp32"] == 256
+    assert full["cuda_graphs_modes"] == ["compile"]
+    explicit = program.resolve_plan(
+        parser.parse_args(["--profile", "full", "--batch-size", "128", "--no-cuda-graphs"])
+    )
+    assert set(explicit["batch_sizes"].values()) == {128}
+    assert explicit["cuda_graphs_modes"] == []
+    alias = program.resolve_plan(parser.parse_args(["--modes", "seed_recipe,fp32,fp32"]))
+    assert alias["modes"] == ["fp32", "amp_fp16"]
+
+
+def test_batch_overrides_and_sweep_parsing(program: Any) -> None:
+    assert program.parse_batch_overrides(["amp_bf16_cl=384", "fp32=64,seed_recipe=512"]) == {
+        "amp_bf16_cl": 384,
+        "fp32": 64,
+        "amp_fp16": 512,
+    }
+    axes = program.parse_sweep(["batch=256,384", "cuda_graphs=on,off", "compile_mode=default"])
+    assert axes == {"batch": [256, 384], "cuda_graphs": [True, False], "compile_mode": ["default"]}
+    assert len(program.sweep_variants(axes, "compile")) == 4
+    eager = program.sweep_variants(axes, "amp_fp16_cl")  # compile_mode cannot affect it
+    assert eager == [
+        {"batch": 256, "cuda_graphs": True},
+        {"batch": 256, "cuda_graphs": False},
+        {"batch": 384, "cuda_graphs": True},
+        {"batch": 384, "cuda_graphs": False},
+    ]
+    assert program.parse_peak_tflops("989") == {k: 989.0 for k in ("fp32", "tf32", "fp16", "bf16")}
+
+
+def test_oom_message_names_batch_and_suggests_smaller(program: Any) -> None:
+    message = program.oom_reason("amp_bf16_cl", 512, "cuda")
+    assert "batch size 512" in message and "--batch amp_bf16_cl=256" in message
+
+
+def test_window_summary_is_the_median(program: Any) -> None:
+    summary = program.summarize_windows([100.0, 50.0, 200.0], images_per_step=10, steps=5)
+    # 50 images per window: 500, 1000 and 250 img/s; the median window is 500 img/s.
+    assert summary["windows"] == [500.0, 1000.0, 250.0]
+    assert summary["img_s"] == 500.0 and summary["ms_per_step"] == 20.0
+
+
+def test_seed_ratio_math(program: Any) -> None:
+    ok = {"status": "ok", "reason": None}
+    results = {
+        "amp_fp16": dict(ok, img_s=3000.0),
+        "amp_fp16_cl": dict(ok, img_s=6000.0),
+        "ddp": dict(ok, img_s=48000.0),  # a total over GPUs never counts as "best"
+    }
+    seed = program.seed_ratio(results)
+    assert seed["best_mode"] == "amp_fp16_cl" and seed["ratio"] == 2.0
+    assert seed["seed_img_s"] == 3000.0 and seed["reason"] is None
+
+
+def test_program_is_python38_syntax() -> None:
+    import ast
+
+    ast.parse(PROGRAM.read_text(), feature_version=(3, 8))
+
+
+def test_program_imports_only_stdlib_at_module_level() -> None:
+    code = (
+        "import sys, runpy; sys.argv = ['x', '--help'];\n"
+        "mods = set(sys.modules)\n"
+        "try:\n"
+        f"    runpy.run_path({str(PROGRAM)!r}, run_name='not_main')\n"
+        "finally:\n"
+        "    print(sorted(m for m in set(sys.modules) - mods if m.split('.')[0] in "
+        "('torch', 'torchvision', 'numpy')))\n"
+    )
+    proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]"
+    assert os.path.basename(PY).startswith("python")
+
+
+def test_ddp_replicates_the_best_eager_channels_last_mode(program: Any) -> None:
+    from types import SimpleNamespace
+
+    ok = {"status": "ok", "reason": None}
+    ctx = SimpleNamespace(
+        plan={"ddp_mode": "auto"},
+        results={
+            "amp_fp16_cl": dict(ok, img_s=6000.0),
+            "amp_bf16_cl": dict(ok, img_s=4800.0),
+            "compile": dict(ok, img_s=7500.0),  # compiled modes are not replicated
+        },
+    )
+    base, why = program.ddp_base_mode(ctx)
+    assert base == "amp_fp16_cl" and "6000.0 img/s" in why
+    ctx.plan["ddp_mode"] = "amp_bf16_cl"
+    assert program.ddp_base_mode(ctx) == ("amp_bf16_cl", "requested with --ddp-mode")
+
+
+def test_budget_skips_with_a_reason(program: Any) -> None:
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(plan={"max_seconds": 0.0}, deadline=0.0)
+    reason = program.Context.over_budget(ctx)
+    assert reason.startswith("the --max-seconds budget of 0 s was used up")
+    ctx.deadline = float("inf")
+    assert program.Context.over_budget(ctx) is None
