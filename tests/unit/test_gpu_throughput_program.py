@@ -411,6 +411,39 @@ def test_missing_torchvision_exits_3(tmp_path: Path) -> None:
     assert "FAKE torchvision for a test" in proc.stderr and "(torch 2." in proc.stderr
 
 
+def test_probes_only_run_needs_no_torchvision(tmp_path: Path) -> None:
+    # `--modes none`: the probes run with torch alone, as in a host that has only the
+    # CPU torch wheel (the Molecule test host). The same FAKE broken torchvision shadows
+    # the real one, and must not matter.
+    fake = tmp_path / "shadow" / "torchvision"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('FAKE torchvision for a test')\n")
+    proc = subprocess.run(
+        [
+            PY,
+            str(PROGRAM),
+            "--device",
+            "cpu",
+            "--modes",
+            "none",
+            "--probes",
+            "matmul",
+            "--matmul-size",
+            "64",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path / "shadow")),
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["modes"] == {} and report["environment"]["torchvision"] is None
+    assert report["probes"]["matmul"]["status"] == "ok"
+    assert report["seed_ratio"]["best_mode"] is None
+
+
 @pytest.mark.slow
 def test_cuda_requested_without_gpu_exits_4() -> None:
     if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):

@@ -186,7 +186,12 @@ def _split_list(text: str) -> List[str]:
 
 
 def parse_mode_list(text: str) -> List[str]:
-    """Comma list of modes (aliases resolved), in the canonical run order."""
+    """Comma list of modes (aliases resolved), in the canonical run order.
+
+    ``none`` runs no training mode: only the probes (torchvision is then not needed).
+    """
+    if text.strip().lower() == "none":
+        return []
     wanted = []
     for name in _split_list(text):
         name = MODE_ALIASES.get(name, name)
@@ -362,7 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="quick: fp32, amp_fp16 (seed recipe), amp_fp16_cl, h2d (<= 90 s on an H200); "
         "full: every mode and probe (default: %(default)s)",
     )
-    add("--modes", help="comma list of modes to run instead of the profile's")
+    add(
+        "--modes",
+        help="comma list of modes to run instead of the profile's, or 'none' (probes only)",
+    )
     add("--probes", help="comma list of probes (h2d, matmul, input_pipeline) or 'none'")
     add(
         "--device",
@@ -1754,7 +1762,7 @@ def collect_environment(torch: Any, torchvision: Any, device: str) -> Dict[str, 
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
+        "torchvision": torchvision.__version__ if torchvision is not None else None,
         "numpy": None,
         "cuda_built": torch.version.cuda,
         "cuda": torch.version.cuda,
@@ -1853,7 +1861,7 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
             )
         )
         return EXIT_NO_CUDA, None
-    torch, torchvision, error = import_torch()
+    torch, torchvision, error = import_torch(with_torchvision=bool(plan["modes"]))
     if error:
         log(error)
         return EXIT_NO_TORCH, None
