@@ -21,7 +21,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff workflows unit molecule fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff workflows unit molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,7 +30,7 @@ help: ## List the targets
 site: venv ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
 	ansible-playbook playbooks/site.yml -i $(INVENTORY) $(ARGS)
 
-test: venv apt-deps lint unit molecule ## Lint, unit tests and every Molecule scenario (CI runs this)
+test: venv apt-deps lint unit molecule reliability ## Lint, unit tests, every Molecule scenario, reliability suite (CI runs this)
 	@echo "make test: all checks passed"
 
 # ---------------------------------------------------------------- bootstrap
@@ -79,7 +79,10 @@ fixtures: ## Build the fixture package sources (stand-ins for vendor servers)
 	$(VENV)/bin/python tests/fixture_sources/build_fixtures.py --out $(KINDLING_CACHE)/fixtures
 
 molecule: podman-config fixtures ## Every Molecule scenario (SCENARIO=name for one)
-	tools/run-molecule.sh $(SCENARIO)
+	tools/testbed.sh tools/run-molecule.sh $(SCENARIO)
+
+reliability: podman-config fixtures ## Bad inputs, faults, check mode and secrets against a test host
+	tools/testbed.sh pytest -q -p no:cacheprovider tests/reliability
 
 clean: ## Remove the virtualenv and local caches (the test image cache stays)
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache

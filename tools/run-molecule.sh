@@ -1,20 +1,10 @@
 #!/usr/bin/env bash
-# Run Molecule scenarios against podman test hosts, with the fixture server up.
+# Run Molecule scenarios against podman test hosts, one after the other, and report
+# which failed. Needs the test bed (tools/testbed.sh): `make molecule` does that.
 #   tools/run-molecule.sh              every scenario under molecule/
 #   tools/run-molecule.sh nouveau cuda only those
-# Called by `make molecule`, which sets CONTAINERS_CONF, CONTAINERS_STORAGE_CONF,
-# KINDLING_CACHE and PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${KINDLING_CACHE:?run through make}"
-port=${KINDLING_FIXTURE_PORT:-8765}
-export KINDLING_FIXTURE_URL="http://127.0.0.1:${port}"
-
-molecule/_shared/image/build-image.sh
-
-serve=(python3 tests/fixture_sources/serve_fixtures.py --out "$KINDLING_CACHE/fixtures" --port "$port")
-"${serve[@]}" start
-trap '"${serve[@]}" stop >/dev/null 2>&1 || true' EXIT
 
 if [ $# -gt 0 ]; then
   scenarios=("$@")

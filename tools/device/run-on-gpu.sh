@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Run Kindling's GPU-path checks on a GPU machine that has torch but no Ansible
+# (the project's H200 test machine). Ansible travels as wheels in .whl/ (see
+# docs/DEVELOPMENT.md "GPU machine"); results land in $OUT (default ./gpu-run-out).
+#   tools/device/run-on-gpu.sh facts        ansible localhost -m nvidia_smi_facts / torch_cuda_facts
+#   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark with ARGS
+#   tools/device/run-on-gpu.sh play FILE [ARGS]  ansible-playbook FILE -i inventories/preinstalled ARGS
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-run-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0
+
+install_ansible() {
+  [ -x /tmp/kindling-site/bin/ansible ] && return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/kindling-site .whl/*.whl || { echo "could not install the carried wheels"; exit 1; }
+}
+with_ansible() {
+  install_ansible
+  export PYTHONPATH=/tmp/kindling-site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/kindling-site/bin:$PATH
+}
+
+what=${1:?facts, bench or play}
+shift
+case "$what" in
+  facts)
+    with_ansible
+    ansible --version | head -1
+    ansible localhost -i inventories/preinstalled -m nvidia_smi_facts -a 'require=true' 2>&1 | tee "$OUT/nvidia_smi_facts.txt"
+    ansible localhost -i inventories/preinstalled -m torch_cuda_facts \
+      -a "python=$(command -v python3) require_cuda=true expect_gpus=1" 2>&1 | tee "$OUT/torch_cuda_facts.txt"
+    ;;
+  bench)
+    python3 roles/gpu_check/files/gpu_throughput.py "$@"
+    ;;
+  play)
+    with_ansible
+    playbook=${1:?playbook}
+    shift
+    KINDLING_REPORT_DIR="$OUT/reports" ansible-playbook "$playbook" -i inventories/preinstalled "$@" 2>&1 | tee "$OUT/$(basename "$playbook" .yml)-recap.txt"
+    ;;
+  *)
+    echo "unknown action $what" >&2
+    exit 2
+    ;;
+esac
