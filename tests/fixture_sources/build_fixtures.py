@@ -62,9 +62,7 @@ CAPTURE_FILES = (
 
 TORCH_WHEEL_NAME = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
 DEFAULT_TORCH_WHEEL = Path("/opt/wheels") / TORCH_WHEEL_NAME
-TORCH_WHEEL_ORIGIN = "https://download.pytorch.org/whl/cpu/" + urllib.parse.quote(
-    TORCH_WHEEL_NAME
-)
+TORCH_WHEEL_ORIGIN = "https://download.pytorch.org/whl/cpu/" + urllib.parse.quote(TORCH_WHEEL_NAME)
 PIP_TARGET_ARGS = (
     "--only-binary=:all:",
     "--python-version",
@@ -98,6 +96,10 @@ FIXTURE_GPU = {
     "compute_cap": "8.0",
     "memory_total_mib": 40960,
 }
+
+SMI_XML_COMMENT = (
+    "<!-- Kindling test stand-in: real H200 capture with driver/GPU identity substituted -->"
+)
 
 DRIVER_BRANCHES = {
     "510": {"version": "510.47.03", "cuda": "11.6", "open": False},
@@ -402,9 +404,7 @@ def substituted_captures(driver_version: str, cuda_version: str) -> dict[str, by
     xml = src["nvidia-smi-q.xml"]
     where = "nvidia-smi-q.xml"
     xml = _replace(xml, old["driver"], driver_version, where)
-    xml = _replace(
-        xml, f"<cuda_version>{old['cuda']}<", f"<cuda_version>{cuda_version}<", where
-    )
+    xml = _replace(xml, f"<cuda_version>{old['cuda']}<", f"<cuda_version>{cuda_version}<", where)
     xml = _replace(xml, f"<product_name>{old['name']}<", f"<product_name>{gpu['name']}<", where)
     xml = _replace(
         xml,
@@ -423,24 +423,20 @@ def substituted_captures(driver_version: str, cuda_version: str) -> dict[str, by
     declaration, newline, rest = xml.partition("\n")
     if not declaration.startswith("<?xml"):
         raise BuildError("nvidia-smi-q.xml does not start with an XML declaration")
-    xml = (
-        declaration
-        + newline
-        + "<!-- Kindling test stand-in: real H200 capture with driver/GPU identity substituted -->\n"
-        + rest
-    )
+    xml = declaration + newline + SMI_XML_COMMENT + "\n" + rest
 
     txt = src["nvidia-smi-q.txt"]
     where = "nvidia-smi-q.txt"
     txt = _replace(txt, old["driver"], driver_version, where)
     txt = _replace(
-        txt, rf"(CUDA Version\s+: ){re.escape(old['cuda'])}\n", rf"\g<1>{cuda_version}\n", where,
+        txt,
+        rf"(CUDA Version\s+: ){re.escape(old['cuda'])}\n",
+        rf"\g<1>{cuda_version}\n",
+        where,
         regex=True,
     )
     txt = _replace(txt, f": {old['name']}\n", f": {gpu['name']}\n", where)
-    txt = _replace(
-        txt, f": {old['architecture']}\n", f": {gpu['architecture']}\n", where
-    )
+    txt = _replace(txt, f": {old['architecture']}\n", f": {gpu['architecture']}\n", where)
     txt = _replace(txt, f": 0x{old['pci_device_id']}\n", f": 0x{gpu['pci_device_id']}\n", where)
     txt = _replace(txt, f": {old['memory_total']} MiB\n", f": {total} MiB\n", where)
     txt = _replace(txt, f": {old['memory_free']} MiB\n", f": {free} MiB\n", where)
@@ -483,14 +479,21 @@ def substituted_captures(driver_version: str, cuda_version: str) -> dict[str, by
     return {name: text.encode("utf-8") for name, text in result.items()}
 
 
-CAPTURE_README = """Kindling test fixture: nvidia-smi captures for the stand-in /usr/bin/nvidia-smi.
-
-These are real captures from an NVIDIA H200 host (driver {src_driver}, CUDA {src_cuda}), copied
-from the Kindling repository's tests/fixtures/captures/h200/. The fixture build substituted:
-driver version -> {driver}, CUDA version -> {cuda}, GPU -> {gpu} (compute capability {cc},
-{mem} MiB; architecture and PCI device id to match). Everything else (serials, UUIDs, clocks,
-power, BAR1 size, topology) is the H200's, unchanged.
-"""
+def capture_readme(driver_version: str, cuda_version: str) -> bytes:
+    source = capture_identity(
+        (CAPTURES / "nvidia-smi-q.xml").read_text(), (CAPTURES / "query-full.csv").read_text()
+    )
+    text = (
+        f"These are real captures from an NVIDIA H200 host (driver {source['driver']}, CUDA "
+        f"{source['cuda']}), copied from the Kindling repository's tests/fixtures/captures/h200/. "
+        f"The fixture build substituted: driver version -> {driver_version}, CUDA version -> "
+        f"{cuda_version}, GPU -> {FIXTURE_GPU['name']} (compute capability "
+        f"{FIXTURE_GPU['compute_cap']}, {FIXTURE_GPU['memory_total_mib']} MiB; architecture and "
+        "PCI device id to match). Everything else (serials, UUIDs, clocks, power, BAR1 size, "
+        "topology, the XML DTD version) is the H200's, unchanged."
+    )
+    heading = "Kindling test fixture: nvidia-smi captures for the stand-in /usr/bin/nvidia-smi."
+    return (heading + "\n\n" + textwrap.fill(text, 78) + "\n").encode()
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,7 +518,9 @@ class Package:
 
     @property
     def description(self) -> str:
-        synopsis = f"Kindling test fixture: stand-in for NVIDIA's {self.name}, not the real software"
+        synopsis = (
+            f"Kindling test fixture: stand-in for NVIDIA's {self.name}, not the real software"
+        )
         paragraphs = [self.summary_detail, FIXTURE_NOTICE]
         body = []
         for paragraph in paragraphs:
@@ -542,8 +547,9 @@ def cudnn_version_header(major: int, minor: int, patch: int, multiplier: int) ->
     return textwrap.dedent(
         f"""\
         /*
-         * Kindling test fixture: stand-in for NVIDIA's cudnn_version.h (cuDNN {major}.{minor}.{patch}).
-         * Only the version macros, in the real header's format. Not NVIDIA software.
+         * Kindling test fixture: stand-in for NVIDIA's cudnn_version.h
+         * (cuDNN {major}.{minor}.{patch}): only the version macros, in the real header's format.
+         * Not NVIDIA software.
          */
 
         /**
@@ -576,20 +582,7 @@ def driver_packages() -> list[Package]:
     for branch, spec in DRIVER_BRANCHES.items():
         version = f"{spec['version']}-1"
         captures = substituted_captures(spec["version"], spec["cuda"])
-        readme = CAPTURE_README.format(
-            src_driver=capture_identity(
-                (CAPTURES / "nvidia-smi-q.xml").read_text(),
-                (CAPTURES / "query-full.csv").read_text(),
-            )["driver"],
-            src_cuda=re.search(
-                r"<cuda_version>([^<]*)<", (CAPTURES / "nvidia-smi-q.xml").read_text()
-            ).group(1),
-            driver=spec["version"],
-            cuda=spec["cuda"],
-            gpu=FIXTURE_GPU["name"],
-            cc=FIXTURE_GPU["compute_cap"],
-            mem=FIXTURE_GPU["memory_total_mib"],
-        ).encode()
+        readme = capture_readme(spec["version"], spec["cuda"])
         flavours = [("", "proprietary")] + ([("-open", "open")] if spec["open"] else [])
         for suffix, flavour in flavours:
             name = f"nvidia-driver-{branch}{suffix}"
@@ -666,7 +659,7 @@ def toolkit_packages() -> list[Package]:
         major, minor = (int(part) for part in release.split("."))
         cuda_h = textwrap.dedent(
             f"""\
-            /* Kindling test fixture: stand-in for NVIDIA's cuda.h (CUDA {spec['full']}).
+            /* Kindling test fixture: stand-in for NVIDIA's cuda.h (CUDA {spec["full"]}).
              * Only the version macro, as the real header defines it. Not NVIDIA software. */
             #ifndef __cuda_cuda_h__
             #define __cuda_cuda_h__
@@ -793,7 +786,11 @@ def cudnn_packages() -> list[Package]:
             ),
             depends=[f"libcudnn8 (= {CUDNN8_PACKAGE_VERSION})"],
             files=[
-                ("/usr/include/cudnn_version.h", cudnn_version_header(major, minor, patch, 1000), 0o644)
+                (
+                    "/usr/include/cudnn_version.h",
+                    cudnn_version_header(major, minor, patch, 1000),
+                    0o644,
+                )
             ],
             links=[(f"{libdir}/libcudnn.so.8", f"{libdir}/libcudnn.so")],
         ),
@@ -834,7 +831,9 @@ def cudnn_packages() -> list[Package]:
         Package(
             name="cudnn9-cuda-12",
             version=CUDNN9_PACKAGE_VERSION,
-            summary_detail="cuDNN 9 for CUDA 12 metapackage: depends on the runtime and dev packages.",
+            summary_detail=(
+                "cuDNN 9 for CUDA 12 metapackage: depends on the runtime and dev packages."
+            ),
             depends=[
                 f"libcudnn9-cuda-12 (= {CUDNN9_PACKAGE_VERSION})",
                 f"libcudnn9-dev-cuda-12 (= {CUDNN9_PACKAGE_VERSION})",
@@ -869,7 +868,11 @@ def tool_packages(keyring: bytes) -> list[Package]:
             depends=["python3"],
             files=[
                 ("/usr/bin/dcgmi", standin("dcgmi.py", VERSION=dcgm_upstream), 0o755),
-                ("/usr/bin/nv-hostengine", standin("nv-hostengine.sh", VERSION=dcgm_upstream), 0o755),
+                (
+                    "/usr/bin/nv-hostengine",
+                    standin("nv-hostengine.sh", VERSION=dcgm_upstream),
+                    0o755,
+                ),
                 (
                     "/lib/systemd/system/nvidia-dcgm.service",
                     (STANDINS / "nvidia-dcgm.service").read_bytes(),
@@ -974,9 +977,7 @@ def build_apt_repo(debs: list[Path], repo: Path, out: Path, keys: dict, armored:
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
     packages = run(["apt-ftparchive", "packages", "."], cwd=repo, env=env).stdout
     (repo / "Packages").write_bytes(packages)
-    with (repo / "Packages.gz").open("wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
-            gz.write(packages)
+    (repo / "Packages.gz").write_bytes(gzip.compress(packages, compresslevel=9, mtime=0))
     fingerprint = keys["fixture"]["fingerprint"]
     # NVIDIA publishes its repo key beside the packages as <last 8 hex digits of its id>.pub
     (repo / f"{fingerprint[-8:].lower()}.pub").write_bytes(armored)
@@ -996,7 +997,15 @@ def build_apt_repo(debs: list[Path], repo: Path, out: Path, keys: dict, armored:
     home = out / "gnupg"
     common = ["--yes", "--local-user", fingerprint, "--digest-algo", "SHA256"]
     gpg(home, *common, "--clearsign", "--output", repo / "InRelease", repo / "Release")
-    gpg(home, *common, "--armor", "--detach-sign", "--output", repo / "Release.gpg", repo / "Release")
+    gpg(
+        home,
+        *common,
+        "--armor",
+        "--detach-sign",
+        "--output",
+        repo / "Release.gpg",
+        repo / "Release",
+    )
 
 
 def verify_repo(repo: Path, keyring: Path) -> None:
@@ -1023,15 +1032,20 @@ def build_cudnn_tarball(dest_dir: Path) -> dict:
     top = CUDNN8_TARBALL_TOP
     major, minor, patch = (int(part) for part in CUDNN8_VERSION.split(".")[:3])
     readme = (
-        "Kindling test fixture: stand-in for NVIDIA's cuDNN 8.4.0.27 redistributable archive for\n"
-        "CUDA 11.6, built by tests/fixture_sources/build_fixtures.py. Same layout and file names\n"
-        "as the real archive; the library is a text file. Not NVIDIA software.\n"
-    ).encode()
+        b"Kindling test fixture: stand-in for NVIDIA's cuDNN 8.4.0.27 redistributable archive for\n"
+        b"CUDA 11.6, built by tests/fixture_sources/build_fixtures.py. Same layout and file names\n"
+        b"as the real archive; the library is a text file. Not NVIDIA software.\n"
+    )
     entries = [
         (f"{top}", None, 0o755, None),
         (f"{top}/KINDLING-TEST-FIXTURE.txt", readme, 0o644, None),
         (f"{top}/include", None, 0o755, None),
-        (f"{top}/include/cudnn_version.h", cudnn_version_header(major, minor, patch, 1000), 0o644, None),
+        (
+            f"{top}/include/cudnn_version.h",
+            cudnn_version_header(major, minor, patch, 1000),
+            0o644,
+            None,
+        ),
         (f"{top}/lib", None, 0o755, None),
         (
             f"{top}/lib/libcudnn.so.8.4.0",
@@ -1189,7 +1203,7 @@ def build_wheel_index(wheels: list[Path], index: Path) -> dict:
 
 def build_inputs_digest(torch_wheel: Path, keys: dict) -> str:
     digest = hashlib.sha256()
-    own = [Path(__file__).resolve()] + sorted(p for p in STANDINS.rglob("*") if p.is_file())
+    own = [Path(__file__).resolve(), *sorted(p for p in STANDINS.rglob("*") if p.is_file())]
     for path in own + [CAPTURES / name for name in CAPTURE_FILES]:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
         digest.update(sha256_file(path).encode())
@@ -1202,7 +1216,9 @@ def build_inputs_digest(torch_wheel: Path, keys: dict) -> str:
 def check_tools() -> None:
     missing = sorted({pkg for tool, pkg in REQUIRED_TOOLS.items() if shutil.which(tool) is None})
     if missing:
-        raise BuildError("missing build tools; install them with: apt-get install " + " ".join(missing))
+        raise BuildError(
+            "missing build tools; install them with: apt-get install " + " ".join(missing)
+        )
 
 
 def find_torch_wheel(explicit: str | None) -> Path:
@@ -1366,6 +1382,8 @@ def main(argv=None) -> int:
         with (out / ".build.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
+                for stale in out.glob(".build-*"):  # left by an interrupted build
+                    shutil.rmtree(stale, ignore_errors=True)
                 keys = ensure_keys(out, args.new_keys)
                 digest = build_inputs_digest(torch_wheel, keys)
                 stamp = out / ".build-stamp"

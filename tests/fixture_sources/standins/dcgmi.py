@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""dcgmi -- KINDLING TEST STAND-IN, not NVIDIA's DCGM command line.
+"""dcgmi -- Kindling test stand-in, NOT NVIDIA's DCGM command line.
 
 Installed as /usr/bin/dcgmi by the Kindling test-fixture package datacenter-gpu-manager (built by
 tests/fixture_sources/build_fixtures.py). It implements `dcgmi --version` and
@@ -41,14 +41,18 @@ def _gpus():
 def discovery():
     gpus = _gpus()
     rule = "+--------+----------------------------------------------------------------------+"
-    print("%d GPU%s found." % (len(gpus), "" if len(gpus) == 1 else "s"))
+    print(f"{len(gpus)} GPU{'' if len(gpus) == 1 else 's'} found.")
     print(rule)
     print("| GPU ID | Device Information                                                   |")
     print(rule)
     for gpu in gpus:
-        print("| %-6s | %-68s |" % (gpu.get("index", "0"), "Name: " + gpu.get("name", "")))
-        print("| %-6s | %-68s |" % ("", "PCI Bus ID: " + gpu.get("pci.bus_id", "")))
-        print("| %-6s | %-68s |" % ("", "Device UUID: " + gpu.get("uuid", "")))
+        cells = [
+            (gpu.get("index", "0"), "Name: " + gpu.get("name", "")),
+            ("", "PCI Bus ID: " + gpu.get("pci.bus_id", "")),
+            ("", "Device UUID: " + gpu.get("uuid", "")),
+        ]
+        for left, right in cells:
+            print(f"| {left:<6} | {right:<68} |")
         print(rule)
     print("0 NvSwitches found.")
     print("+-----------+")
@@ -61,16 +65,19 @@ def discovery():
 def main(argv):
     if argv in (["--version"], ["-v"]):
         print()
-        print("dcgmi  version: %s" % VERSION)
+        print(f"dcgmi  version: {VERSION}")
         print()
         return 0
     if not _hostengine_running():
         print("Error: unable to establish a connection to the specified host: localhost")
-        print("Error: Unable to connect to host engine. Host engine connection invalid/disconnected.")
+        print(
+            "Error: Unable to connect to host engine. Host engine connection invalid/disconnected."
+        )
         return 255
     if argv[:1] == ["discovery"] and ("-l" in argv or "--list" in argv):
         return discovery()
-    sys.stderr.write("Kindling test stand-in dcgmi: %r is not implemented\n" % " ".join(argv))
+    command = " ".join(argv)
+    sys.stderr.write(f"Kindling test stand-in dcgmi: {command!r} is not implemented\n")
     return 1
 
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# nv-hostengine -- KINDLING TEST STAND-IN, not NVIDIA's DCGM host engine.
+# nv-hostengine -- Kindling test stand-in, NOT NVIDIA's DCGM host engine.
 # Installed by the Kindling test-fixture package datacenter-gpu-manager (see
 # tests/fixture_sources/build_fixtures.py). It writes its pid file (which the
 # stand-in dcgmi checks) and waits. Without -n it detaches like the real engine;
@@ -21,10 +21,10 @@ if [ "$foreground" = no ]; then
     echo "Started host engine version @VERSION@ using port number: 5555 (Kindling test stand-in)"
     exit 0
 fi
-echo "nv-hostengine: Kindling test stand-in started (args: $*)" >&2
-echo $$ > "$PIDFILE"
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$PIDFILE"; exit 0' TERM INT
+echo $$ > "$PIDFILE"
+echo "nv-hostengine: Kindling test stand-in started (args: $*)" >&2
 while :; do
     sleep 3600 &
     pid=$!

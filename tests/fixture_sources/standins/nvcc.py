@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""nvcc -- KINDLING TEST STAND-IN, not NVIDIA's CUDA compiler.
+"""nvcc -- Kindling test stand-in, NOT NVIDIA's CUDA compiler.
 
 Installed by the Kindling test-fixture package cuda-toolkit-<X>-<Y> (built by
 tests/fixture_sources/build_fixtures.py) as /usr/lib/kindling-fixture/cuda-<X.Y>/bin/nvcc, reached
@@ -21,15 +21,15 @@ def main(argv):
     if "--version" in argv or "-V" in argv:
         sys.stdout.write(
             "nvcc: NVIDIA (R) Cuda compiler driver\n"
-            "Copyright (c) 2005-%s NVIDIA Corporation\n"
-            "Built on %s\n"
-            "Cuda compilation tools, release %s, V%s\n"
-            "Build %s\n" % (COPYRIGHT_YEAR, BUILT_ON, RELEASE, NVCC_VERSION, BUILD)
+            f"Copyright (c) 2005-{COPYRIGHT_YEAR} NVIDIA Corporation\n"
+            f"Built on {BUILT_ON}\n"
+            f"Cuda compilation tools, release {RELEASE}, V{NVCC_VERSION}\n"
+            f"Build {BUILD}\n"
         )
         return 0
     sys.stderr.write(
-        "nvcc (Kindling test stand-in for CUDA %s): only --version is implemented; "
-        "this fixture cannot compile anything.\n" % RELEASE
+        f"nvcc (Kindling test stand-in for CUDA {RELEASE}): only --version is implemented; "
+        "this fixture cannot compile anything.\n"
     )
     return 1
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# nvidia-container-runtime -- KINDLING TEST STAND-IN, not NVIDIA's OCI runtime.
+# nvidia-container-runtime -- Kindling test stand-in, NOT NVIDIA's OCI runtime.
 # Installed by the Kindling test-fixture package nvidia-container-toolkit so that the
 # runtime path written by nvidia-ctk exists. It cannot run containers.
 if [ "${1:-}" = "--version" ]; then

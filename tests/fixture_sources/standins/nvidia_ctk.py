@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""nvidia-ctk -- KINDLING TEST STAND-IN, not NVIDIA's Container Toolkit CLI.
+"""nvidia-ctk -- Kindling test stand-in, NOT NVIDIA's Container Toolkit CLI.
 
 Installed as /usr/bin/nvidia-ctk by the Kindling test-fixture package nvidia-container-toolkit
 (built by tests/fixture_sources/build_fixtures.py). Implements what the roles call:
@@ -7,8 +7,9 @@ Installed as /usr/bin/nvidia-ctk by the Kindling test-fixture package nvidia-con
   nvidia-ctk --version
   nvidia-ctk runtime configure --runtime=docker [--config=PATH] [--set-as-default] [--dry-run]
 
-`runtime configure` merges {"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}}
-into the docker daemon config (default /etc/docker/daemon.json), keeping every other key, and
+`runtime configure` merges
+{"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}} into the docker daemon
+config (default /etc/docker/daemon.json), keeping every other key, and
 writes it with four-space indentation as the real tool does.
 """
 
@@ -21,7 +22,7 @@ DEFAULT_CONFIG = "/etc/docker/daemon.json"
 
 
 def _log(level, message):
-    sys.stderr.write("%s[0000] %s\n" % (level, message))
+    sys.stderr.write(f"{level}[0000] {message}\n")
 
 
 def _options(args):
@@ -33,10 +34,7 @@ def _options(args):
             continue
         key, sep, value = arg[2:].partition("=")
         if not sep:
-            if key in ("set-as-default", "dry-run"):
-                value = "true"
-            else:
-                value = next(it, "")
+            value = "true" if key in ("set-as-default", "dry-run") else next(it, "")
         opts[key] = value
     return opts
 
@@ -45,19 +43,21 @@ def runtime_configure(args):
     opts = _options(args)
     runtime = opts.get("runtime", "docker")
     if runtime != "docker":
-        _log("ERRO", "Kindling test stand-in: only --runtime=docker is implemented, not %r" % runtime)
+        _log(
+            "ERRO", f"Kindling test stand-in: only --runtime=docker is implemented, not {runtime!r}"
+        )
         return 1
     path = opts.get("config") or DEFAULT_CONFIG
     config = {}
     if os.path.exists(path):
-        _log("INFO", "Loading config from %s" % path)
+        _log("INFO", f"Loading config from {path}")
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
         if text.strip():
             try:
                 config = json.loads(text)
             except ValueError as exc:
-                _log("ERRO", "unable to load config: could not parse %s: %s" % (path, exc))
+                _log("ERRO", f"unable to load config: could not parse {path}: {exc}")
                 return 1
     runtimes = config.setdefault("runtimes", {})
     runtimes["nvidia"] = {"args": [], "path": "nvidia-container-runtime"}
@@ -74,7 +74,7 @@ def runtime_configure(args):
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(output)
     os.replace(tmp, path)
-    _log("INFO", "Wrote updated config to %s" % path)
+    _log("INFO", f"Wrote updated config to {path}")
     _log("INFO", "It is recommended that docker daemon be restarted.")
     return 0
 
@@ -82,12 +82,13 @@ def runtime_configure(args):
 def main(argv):
     if argv in (["--version"], ["-v"], ["version"]):
         sys.stdout.write(
-            "NVIDIA Container Toolkit CLI version %s\ncommit: kindling-test-fixture\n" % VERSION
+            f"NVIDIA Container Toolkit CLI version {VERSION}\ncommit: kindling-test-fixture\n"
         )
         return 0
     if argv[:2] == ["runtime", "configure"]:
         return runtime_configure(argv[2:])
-    _log("ERRO", "Kindling test stand-in nvidia-ctk: %r is not implemented" % " ".join(argv))
+    command = " ".join(argv)
+    _log("ERRO", f"Kindling test stand-in nvidia-ctk: {command!r} is not implemented")
     return 1
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""nvidia-smi -- KINDLING TEST STAND-IN, not NVIDIA's nvidia-smi.
+"""nvidia-smi -- Kindling test stand-in, NOT NVIDIA's nvidia-smi.
 
 Installed as /usr/bin/nvidia-smi by the Kindling test-fixture packages nvidia-driver-<branch>
 (built by tests/fixture_sources/build_fixtures.py). It talks to no GPU and no driver: it prints
@@ -9,14 +9,17 @@ its CUDA version and the GPU identity (NVIDIA A100-SXM4-40GB, compute capability
 
 Supported: no arguments, -L, -q, -q -x (also -x -q, --query --xml-format), topo -m,
 --query-gpu=<fields> --format=csv[,noheader][,nounits], -i/--id 0.
-KINDLING_FAKE_SMI_FAIL=no-driver|mismatch reproduces the real failure messages and exit codes.
-KINDLING_FAKE_SMI_DIR overrides where the captures are read from.
+KINDLING_FAKE_SMI_FAIL=no-driver|mismatch reproduces the real failure messages and exit codes; so
+does that word in the file /etc/kindling-fixture/nvidia-smi-fail (for tests that cannot set the
+environment of the process that runs nvidia-smi). KINDLING_FAKE_SMI_DIR overrides where the
+captures are read from.
 """
 
 import os
 import sys
 
 CAPTURE_DIR = os.environ.get("KINDLING_FAKE_SMI_DIR", "/usr/share/kindling-fixture/nvidia-smi")
+FAIL_FILE = os.environ.get("KINDLING_FAKE_SMI_FAIL_FILE", "/etc/kindling-fixture/nvidia-smi-fail")
 
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -41,7 +44,7 @@ def _emit(name):
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
-        sys.stderr.write("Kindling test stand-in nvidia-smi: cannot read capture %s: %s\n" % (path, exc))
+        sys.stderr.write(f"Kindling test stand-in nvidia-smi: cannot read capture {path}: {exc}\n")
         return 1
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
@@ -62,7 +65,7 @@ def _query_gpu(fields_spec, format_spec):
         return 2
     fmt = [part.strip().lower() for part in format_spec.split(",")]
     if "csv" not in fmt or any(part not in ("csv", "noheader", "nounits") for part in fmt):
-        print('"%s" is not a valid format.' % format_spec)
+        print(f'"{format_spec}" is not a valid format.')
         return 2
     header, rows = _csv_table()
     columns = {}
@@ -77,7 +80,7 @@ def _query_gpu(fields_spec, format_spec):
         elif field in columns:
             wanted.append(columns[field])
         else:
-            print('Field "%s" is not a valid field to query.' % raw.strip())
+            print(f'Field "{raw.strip()}" is not a valid field to query.')
             print()
             return 2
     out = []
@@ -97,6 +100,12 @@ def _query_gpu(fields_spec, format_spec):
 
 def main(argv):
     fail = os.environ.get("KINDLING_FAKE_SMI_FAIL", "")
+    if not fail:
+        try:
+            with open(FAIL_FILE, encoding="utf-8") as handle:
+                fail = handle.read().strip()
+        except OSError:
+            pass
     if fail == "no-driver":
         print(NO_DRIVER)
         print()
