@@ -11,8 +11,10 @@ KINDLING_CACHE  ?= $(HOME)/.cache/kindling
 SCENARIO        ?=
 PYTHON_BOOT     ?= python3
 # Debian packages the test bed needs (podman runs Molecule's hosts; mmdebstrap builds
-# their image; equivs, apt-utils, gnupg and xz-utils build the fixture repository).
-APT_PACKAGES    := podman runc uidmap mmdebstrap equivs apt-utils gnupg xz-utils
+# their image; equivs, apt-utils, gnupg and xz-utils build the fixture repository;
+# headless Chromium drives the JupyterLab browser test). Installed without recommends:
+# Chromium's would pull udev, avahi and more onto the machine.
+APT_PACKAGES    := podman runc uidmap mmdebstrap equivs apt-utils gnupg xz-utils chromium fonts-liberation
 
 export PATH                    := $(CURDIR)/$(VENV)/bin:$(PATH)
 export KINDLING_CACHE
@@ -47,7 +49,7 @@ apt-deps: ## Install the Debian packages the test bed needs, when missing
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "apt-get install:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 podman-config: $(CONTAINERS_STORAGE_CONF)
