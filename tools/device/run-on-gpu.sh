@@ -39,7 +39,12 @@ case "$what" in
     with_ansible
     playbook=${1:?playbook}
     shift
-    KINDLING_REPORT_DIR="$OUT/reports" ansible-playbook "$playbook" -i inventories/preinstalled "$@" 2>&1 | tee "$OUT/$(basename "$playbook" .yml)-recap.txt"
+    start=$SECONDS
+    KINDLING_REPORT_DIR="$OUT/reports" ansible-playbook "$playbook" -i inventories/preinstalled "$@" 2>&1 \
+      | tee "$OUT/$(basename "$playbook" .yml)-recap.txt"
+    rc=${PIPESTATUS[0]}
+    echo "ansible-playbook $playbook: rc=$rc, wall $((SECONDS - start)) s" | tee -a "$OUT/$(basename "$playbook" .yml)-recap.txt"
+    exit "$rc"
     ;;
   *)
     echo "unknown action $what" >&2

@@ -1,0 +1,60 @@
+"""Verify the whole of site.yml on the Molecule host (testinfra, podman backend)."""
+
+import json
+
+
+def test_every_stage_left_its_mark(host):
+    assert "blacklist nouveau" in host.file("/etc/modprobe.d/blacklist-nouveau.conf").content_string
+    assert host.package("cuda-drivers-510").is_installed
+    assert host.file("/usr/local/cuda").linked_to == "/usr/local/cuda-11.6"
+    assert "CUDA_HOME" in host.file("/etc/profile.d/cuda.sh").content_string
+    torch = host.check_output("/opt/venvs/pytorch/bin/python -c 'import torch; print(torch.__version__)'")
+    assert torch == "2.13.0+cpu"
+    assert host.service("jupyter").is_running
+    assert host.file("/etc/systemd/system/dcgm-exporter.service").exists
+
+
+def test_driver_and_cudnn_are_held(host):
+    holds = host.check_output("apt-mark showhold").split()
+    assert "cuda-drivers-510" in holds and "libcudnn8" in holds
+
+
+def test_nothing_listens_beyond_loopback(host):
+    # Issue 8: nothing is exposed unless the inventory asks for it.
+    listeners = host.check_output("ss -H -ltn").splitlines()
+    assert listeners, "expected at least JupyterLab to listen"
+    for line in listeners:
+        local = line.split()[3]
+        address = local.rsplit(":", 1)[0]
+        assert address in ("127.0.0.1", "[::1]", "::1"), f"listening beyond loopback: {line}"
+    assert any(line.split()[3] == "127.0.0.1:8888" for line in listeners)
+
+
+def test_jupyter_token_stays_secret(host):
+    token_file = host.file("/etc/jupyter/token")
+    assert token_file.user == "root" and token_file.mode == 0o600
+    with host.sudo():
+        token = token_file.content_string.strip()
+    assert len(token) >= 32
+    journal = host.check_output("journalctl --no-pager -u jupyter -o cat")
+    assert token not in journal
+    world_readable = host.check_output(
+        "grep -rlF %s /etc /opt /var/lib 2>/dev/null | xargs -r stat -c '%%a %%n' || true", token
+    )
+    for line in world_readable.splitlines():
+        mode, path = line.split(" ", 1)
+        assert int(mode[-1]) & 4 == 0, f"{path} holds the token and is world-readable"
+
+
+def test_throughput_check_ran_with_the_cpu_torch(host):
+    reports = host.check_output("ls /var/lib/kindling/gpu-check/").split()
+    report_files = [r for r in reports if r.endswith(".json") and r != "allreduce.json"]
+    assert report_files
+    with host.sudo():
+        report = json.loads(host.file(f"/var/lib/kindling/gpu-check/{report_files[-1]}").content_string)
+    assert report["environment"]["torch"] == "2.13.0+cpu"
+    assert report["probes"]["matmul"]["status"] == "ok"
+
+
+def test_the_run_released_its_lock(host):
+    assert not host.file("/var/lib/kindling/site.lock").exists
