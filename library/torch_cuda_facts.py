@@ -10,9 +10,11 @@ from typing import Any, Dict, Optional
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.torch_probe import (
     DEFAULT_PYTHON,
+    PROC_DRIVER_VERSION,
     diagnose_cuda_unavailable,
     normalize,
     parse_probe_output,
+    parse_proc_driver_version,
     probe_command,
     summarize,
     unimportable_facts,
@@ -66,7 +68,9 @@ options:
   driver_version:
     description:
       - The driver version from nvidia_smi_facts (C(ansible_facts.nvidia_smi.driver_version)).
-        When omitted, the driver check uses torch's own view of the driver's CUDA version.
+        When omitted, the module reads the loaded driver's version from
+        /proc/driver/nvidia/version, and failing that uses torch's own view of the
+        driver's CUDA version.
     type: str
   timeout:
     description:
@@ -231,6 +235,12 @@ def main() -> None:
     python = os.path.abspath(params["python"])  # the probe runs with cwd=/
     expect_gpus = params["expect_gpus"]
     driver_version = (params["driver_version"] or "").strip() or None
+    if driver_version is None and os.path.exists(PROC_DRIVER_VERSION):
+        try:
+            with open(PROC_DRIVER_VERSION) as handle:
+                driver_version = parse_proc_driver_version(handle.read())
+        except OSError:
+            driver_version = None
     if params["timeout"] < 1:
         module.fail_json(msg=f"timeout must be at least 1 second, got {params['timeout']}")
     if expect_gpus is not None and expect_gpus < 0:

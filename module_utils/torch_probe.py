@@ -14,6 +14,7 @@ also avoids anything newer than Python 3.6.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.gpu_compat import (
@@ -495,3 +496,15 @@ def summarize(facts: Dict[str, Any]) -> str:
     names = ", ".join(sorted({str(d.get("name")) for d in facts.get("devices") or []}))
     state = "ok" if facts.get("verdict", {}).get("ok") else "NOT ok"
     return f"{head}: {facts.get('device_count')} GPU(s) [{names}], verdict {state}"
+
+
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+
+
+def parse_proc_driver_version(text: str) -> Optional[str]:
+    """The loaded kernel module's version from /proc/driver/nvidia/version, or None.
+
+    e.g. "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build".
+    """
+    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text or "")
+    return match.group(1) if match else None

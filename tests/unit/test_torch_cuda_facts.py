@@ -572,3 +572,18 @@ def test_module_relative_interpreter_path(monkeypatch, capsys):
     monkeypatch.chdir(REPO_ROOT)
     failed, result = run_module({"python": "tests/fixtures/bin/python-h200"}, capsys)
     assert not failed and torch_facts(result)["verdict"]["ok"] is True
+
+
+def test_driver_version_from_proc_capture():
+    from ansible.module_utils.torch_probe import parse_proc_driver_version
+
+    text = (CAPTURES / "proc-driver-version.txt").read_text()
+    assert parse_proc_driver_version(text) == "580.159.04"
+    assert (
+        parse_proc_driver_version(
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.256.02  Thu May  2 2024"
+        )
+        == "470.256.02"
+    )
+    assert parse_proc_driver_version("") is None
+    assert parse_proc_driver_version("no driver here") is None

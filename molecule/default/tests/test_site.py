@@ -8,7 +8,9 @@ def test_every_stage_left_its_mark(host):
     assert host.package("cuda-drivers-510").is_installed
     assert host.file("/usr/local/cuda").linked_to == "/usr/local/cuda-11.6"
     assert "CUDA_HOME" in host.file("/etc/profile.d/cuda.sh").content_string
-    torch = host.check_output("/opt/venvs/pytorch/bin/python -c 'import torch; print(torch.__version__)'")
+    torch = host.check_output(
+        "/opt/venvs/pytorch/bin/python -c 'import torch; print(torch.__version__)'"
+    )
     assert torch == "2.13.0+cpu"
     assert host.service("jupyter").is_running
     assert host.file("/etc/systemd/system/dcgm-exporter.service").exists
@@ -51,7 +53,9 @@ def test_throughput_check_ran_with_the_cpu_torch(host):
     report_files = [r for r in reports if r.endswith(".json") and r != "allreduce.json"]
     assert report_files
     with host.sudo():
-        report = json.loads(host.file(f"/var/lib/kindling/gpu-check/{report_files[-1]}").content_string)
+        report = json.loads(
+            host.file(f"/var/lib/kindling/gpu-check/{report_files[-1]}").content_string
+        )
     assert report["environment"]["torch"] == "2.13.0+cpu"
     assert report["probes"]["matmul"]["status"] == "ok"
 
