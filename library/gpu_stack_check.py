@@ -10,6 +10,7 @@ from ansible.module_utils.gpu_compat import (
     PLAN_KEYS,
     check_stack,
     cuda_for_driver,
+    cudnn_packages,
     min_driver_for_cuda,
     torch_release,
 )
@@ -174,15 +175,24 @@ def main() -> None:
         derived["min_driver_for_cuda"] = derived["max_cuda_for_driver"] = None
     release = torch_release(plan["torch_version"]) if plan.get("torch_version") else None
     derived["torch_variants"] = sorted(release["variants"]) if release else None
+    derived["cudnn_packages"] = None
+    if plan.get("cudnn_version") and cuda:
+        try:
+            derived["cudnn_packages"] = cudnn_packages(plan["cudnn_version"], cuda)
+        except ValueError:  # already reported as a problem
+            derived["cudnn_packages"] = None
 
+    # A GPU the table doesn't know is reported, never fatal: the checks that need its
+    # compute capability are skipped.
+    blocking = [p for p in problems if p["code"] != "unknown-gpu"]
     result = {
         "changed": False,
-        "ok": not problems,
+        "ok": not blocking,
         "problems": problems,
         "plan": derived,
         "msg": _render(problems) if problems else "the planned GPU stack is consistent",
     }
-    if problems and module.params["fail_on_problems"]:
+    if blocking and module.params["fail_on_problems"]:
         module.fail_json(**result)
     module.exit_json(**result)
 

@@ -92,6 +92,24 @@ def test_unknown_gpu_and_invalid_versions(capsys):
     assert result["plan"]["max_cuda_for_driver"] is None
 
 
+def test_unknown_gpu_alone_is_reported_not_fatal(capsys):
+    failed, result = run_module(dict(H200_PLAN, gpus=[{"name": "Mystery Accelerator"}]), capsys)
+    assert not failed
+    assert result["ok"] is True
+    assert [p["code"] for p in result["problems"]] == ["unknown-gpu"]
+
+
+def test_cudnn_packages_come_from_the_matrix(capsys):
+    failed, result = run_module({"cuda_version": "11.6", "cudnn_version": "8.4.0"}, capsys)
+    assert not failed
+    packages = result["plan"]["cudnn_packages"]
+    assert packages["packages"] == [
+        "libcudnn8=8.4.0.27-1+cuda11.6",
+        "libcudnn8-dev=8.4.0.27-1+cuda11.6",
+    ]
+    assert packages["hold"] == ["libcudnn8", "libcudnn8-dev"]
+
+
 def test_numbers_from_yaml(capsys):
     failed, result = run_module({"driver_branch": 580, "cuda_version": 13.0}, capsys)
     assert not failed
