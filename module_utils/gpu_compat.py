@@ -1412,7 +1412,25 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
             )
         ]
     variants = row["variants"]
-    wheel = variants.get(variant) if variant else None
+    if variant == "cpu":
+        # Every release has a CPU-only wheel (download.pytorch.org/whl/cpu). It can't use a
+        # GPU, so it only fits hosts without one.
+        gpu_groups = [g for g in groups if g["cc"] is not None]
+        if gpu_groups:
+            pick = best_variant(row, cuda, driver)
+            problems.append(
+                _problem(
+                    "torch-cpu-wheel-on-gpu-host",
+                    f"The cpu wheel of torch {torch} can't use {gpu_groups[0]['label']} (the "
+                    f"CPU-only wheel mistake); set conda_pytorch_cuda_variant to {pick}.",
+                    [_fix("torch_cuda_variant", pick)],
+                )
+            )
+        variant = None
+        wheel = None
+        groups = []
+    else:
+        wheel = variants.get(variant) if variant else None
     if variant and wheel is None:
         pick = best_variant(row, cuda, driver)
         problems.append(

@@ -861,3 +861,23 @@ def test_nvidia_smi_facts_gpus_can_be_passed_as_is():
     assert check_stack(H200_PLAN, facts["gpus"]) == []
     problems = check_stack({"cuda_version": "11.6"}, facts["gpus"])
     assert "NVIDIA H200 (GPU 0)" in only(problems, "cuda-too-old-for-gpu")["message"]
+
+
+def test_cpu_wheel_fits_a_host_without_gpus():
+    assert check_stack({"torch_version": "2.13.0", "torch_cuda_variant": "cpu"}) == []
+    assert (
+        check_stack(
+            {"torch_version": "1.12.1", "torch_cuda_variant": "cpu", "python_version": "3.10"}
+        )
+        == []
+    )
+
+
+def test_cpu_wheel_on_a_gpu_host_is_the_cpu_only_wheel_mistake():
+    problems = check_stack(
+        {"torch_version": "2.13.0", "torch_cuda_variant": "cpu", "cuda_version": "13.0"},
+        [{"name": "NVIDIA H200"}],
+    )
+    assert [p["code"] for p in problems] == ["torch-cpu-wheel-on-gpu-host"]
+    assert "CPU-only wheel mistake" in problems[0]["message"]
+    assert problems[0]["fix"] == ['conda_pytorch_cuda_variant: "cu130"']

@@ -60,5 +60,13 @@ def test_throughput_check_ran_with_the_cpu_torch(host):
     assert report["probes"]["matmul"]["status"] == "ok"
 
 
+def test_one_reboot_is_recorded_not_carried_out(host):
+    # The driver was installed but can't load in a container: one reboot is requested,
+    # and the coordinator records it instead of rebooting a container.
+    record = json.loads(host.file("/var/lib/kindling/reboot-required.json").content_string)
+    roles = [r["role"] for r in record["requests"]]
+    assert "nvidia_driver" in roles and len(roles) == len(set(roles))
+
+
 def test_the_run_released_its_lock(host):
     assert not host.file("/var/lib/kindling/site.lock").exists
