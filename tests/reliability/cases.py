@@ -63,6 +63,60 @@ CASES: List[Dict[str, object]] = [
         "vars": {"site_lock_wait_seconds": "soon"},
         "expect": "argument 'site_lock_wait_seconds' is of type str and we were unable to convert to int",
     },
+    {
+        "id": "driver-install-method-choice",
+        "input": "nvidia_driver_install_method: runfile",
+        "playbook": "nvidia_driver.yml",
+        "vars": {"nvidia_driver_install_method": "runfile"},
+        "expect": "value of nvidia_driver_install_method must be one of: cuda_repo, distro, got: runfile",
+    },
+    {
+        "id": "cudnn-install-method-choice",
+        "input": "cuda_cudnn_install_method: zip",
+        "playbook": "cuda.yml",
+        "vars": {"cuda_cudnn_install_method": "zip"},
+        "expect": "value of cuda_cudnn_install_method must be one of: apt, tarball, got: zip",
+    },
+    {
+        "id": "jupyter-port-type",
+        "input": "jupyter_port: eighty",
+        "playbook": "jupyter.yml",
+        "vars": {"jupyter_port": "eighty"},
+        "expect": "argument 'jupyter_port' is of type str and we were unable to convert to int",
+    },
+    {
+        "id": "jupyter-open-bind-without-tls",
+        "input": "jupyter_ip: 0.0.0.0 with no TLS certificate and no acknowledgement",
+        "playbook": "jupyter.yml",
+        "vars": {"jupyter_ip": "0.0.0.0"},
+        "expect": "jupyter_ip 0.0.0.0 is not a loopback address: anyone who reaches 0.0.0.0:8888 would talk to a server that runs code. Keep the default 127.0.0.1 and use `ssh -N -L 8888:localhost:8888 user@host`, or set jupyter_tls_cert and jupyter_tls_key (both), or jupyter_allow_insecure_bind: true.",
+    },
+    {
+        "id": "miniforge-sha256-malformed",
+        "input": "conda_pytorch_miniforge_sha256 that is not 64 hex digits",
+        "playbook": "conda_pytorch.yml",
+        "vars": {"conda_pytorch_miniforge_sha256": {"x86_64": "not-a-checksum", "aarch64": "zz"}},
+        "expect": "conda_pytorch_miniforge_sha256 has no sha256 for x86_64 (Miniforge 26.1.1-3). Add the hex digest from the release's Miniforge3-26.1.1-3-Linux-x86_64.sh.sha256 file.",
+    },
+    {
+        "id": "dcgm-image-latest",
+        "input": "dcgm_exporter_image_tag: latest",
+        "playbook": "dcgm_exporter.yml",
+        "vars": {"dcgm_exporter_image_tag": "latest"},
+        "expect": "dcgm_exporter_image_tag must be an exact tag such as 4.5.3-4.8.2-ubuntu22.04, never empty or \"latest\" (got 'latest')",
+    },
+    {
+        "id": "conda-channel-after-2.5",
+        "input": "conda_pytorch_install_method: conda with torch 2.11.0",
+        "playbook": "conda_pytorch.yml",
+        "vars": {
+            "conda_pytorch_install_method": "conda",
+            "conda_pytorch_version": "2.11.0",
+            "conda_pytorch_cuda_variant": "cu130",
+            "conda_pytorch_python_version": "3.12",
+        },
+        "expect": "the pytorch conda channel stopped receiving releases after 2.5 (pytorch/pytorch#138506), so torch 2.11.0 comes only as wheels - set conda_pytorch_install_method to pip.",
+    },
     # --- host and inventory
     {
         "id": "no-gpu",
@@ -141,3 +195,101 @@ CASES: List[Dict[str, object]] = [
         "only",
     },
 ]
+
+# Faults and exposure proven elsewhere in the test suite (the test named is the proof).
+PROVEN_ELSEWHERE: List[Dict[str, str]] = [
+    {
+        "id": "concurrent-runs",
+        "input": "two site runs against the same host at once",
+        "expect": "the second refuses, naming the run that holds the lock, or waits with site_lock_wait_seconds; they never interleave",
+        "test": "tests/unit/test_site_lock.py",
+    },
+    {
+        "id": "dead-run-lock",
+        "input": "a run killed mid-way left its lock",
+        "expect": "the next run from the same controller takes it over with a warning; from another controller after site_lock_stale_after or with site_lock_break",
+        "test": "tests/unit/test_site_lock.py",
+    },
+    {
+        "id": "held-driver-survives-upgrade",
+        "input": "apt-get upgrade, and a manual apt install of another branch, on a host with the driver held",
+        "expect": "the installed driver version does not move",
+        "test": "molecule/nvidia_driver_upgrade (prepare.yml, tests/test_upgrade.py)",
+    },
+    {
+        "id": "wrong-signing-key",
+        "input": "a repository key whose fingerprint is not the expected one",
+        "expect": "refused before apt trusts it; no sources, keyring or packages left behind",
+        "test": "molecule/driver_cuda_bad_input",
+    },
+    {
+        "id": "tampered-download",
+        "input": "the cuDNN tarball with a wrong sha256",
+        "expect": "refused, the partial file removed, nothing installed",
+        "test": "molecule/driver_cuda_bad_input",
+    },
+    {
+        "id": "loopback-only",
+        "input": "the whole of site.yml with default variables",
+        "expect": "every listening TCP socket is on 127.0.0.1 or ::1",
+        "test": "molecule/default/tests/test_site.py",
+    },
+    {
+        "id": "jupyter-token-secret",
+        "input": "the generated Jupyter token",
+        "expect": "root-only file (0600); not in the journal; in no world-readable file",
+        "test": "molecule/default/tests/test_site.py, molecule/jupyter",
+    },
+    {
+        "id": "check-mode-fresh-host",
+        "input": "--check on a fresh host (driver, cuda, jupyter, dcgm_exporter stages)",
+        "expect": "the run succeeds and reports what it would do",
+        "test": "molecule/nvidia_driver, molecule/cuda (check step), molecule/jupyter, molecule/dcgm_exporter (prepare.yml)",
+    },
+]
+
+
+def render_markdown() -> str:
+    """docs/RELIABILITY.md, from the two lists above."""
+    lines = [
+        "# Reliability and security cases",
+        "",
+        "Generated from `tests/reliability/cases.py` (`python tests/reliability/cases.py`); a",
+        "test fails when this file is out of step with it. Every row is proved by the test it",
+        "names, which runs in `make test` (CI); a row whose test fails keeps the submission",
+        "from landing, so every row here passed.",
+        "",
+        f"## Bad inputs ({len(CASES)} cases)",
+        "",
+        "Each runs against a fresh Debian 12 test host; the test asserts the exact message and",
+        "that a snapshot of the host (files under /etc/apt, /etc/modprobe.d, /usr/local, /opt,",
+        "/var/lib/kindling and more, the package list, holds, users and unit files) is the same",
+        "before and after.",
+        "",
+        "| case | input | the user sees | test |",
+        "|---|---|---|---|",
+    ]
+    for case in CASES:
+        expect = str(case["expect"]).replace("|", "\\|")
+        lines.append(
+            f"| {case['id']} | {case['input']} | {expect} "
+            f"| tests/reliability/test_bad_inputs.py[{case['id']}] |"
+        )
+    lines += [
+        "",
+        f"## Faults, concurrency and exposure ({len(PROVEN_ELSEWHERE)} cases)",
+        "",
+        "| case | input or fault | expected behaviour | test |",
+        "|---|---|---|---|",
+    ]
+    for case in PROVEN_ELSEWHERE:
+        lines.append(f"| {case['id']} | {case['input']} | {case['expect']} | {case['test']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import pathlib
+
+    out = pathlib.Path(__file__).resolve().parents[2] / "docs" / "RELIABILITY.md"
+    out.write_text(render_markdown())
+    print(f"wrote {out}")
