@@ -6,7 +6,7 @@ import json
 def test_every_stage_left_its_mark(host):
     assert "blacklist nouveau" in host.file("/etc/modprobe.d/blacklist-nouveau.conf").content_string
     assert host.package("cuda-drivers-510").is_installed
-    assert host.file("/usr/local/cuda").linked_to == "/usr/local/cuda-11.6"
+    assert host.check_output("readlink /usr/local/cuda") == "/usr/local/cuda-11.6"
     assert "CUDA_HOME" in host.file("/etc/profile.d/cuda.sh").content_string
     torch = host.check_output(
         "/opt/venvs/pytorch/bin/python -c 'import torch; print(torch.__version__)'"
@@ -22,14 +22,18 @@ def test_driver_and_cudnn_are_held(host):
 
 
 def test_nothing_listens_beyond_loopback(host):
-    # Issue 8: nothing is exposed unless the inventory asks for it.
-    listeners = host.check_output("ss -H -ltn").splitlines()
-    assert listeners, "expected at least JupyterLab to listen"
+    # Issue 8: nothing is exposed unless the inventory asks for it. The test host shares
+    # the build machine's network namespace (host networking, to reach the fixture
+    # server), so only sockets whose owning process is visible in the test host (ss -p)
+    # are the test host's own.
+    listeners = [
+        line for line in host.check_output("ss -H -ltnp").splitlines() if "users:((" in line
+    ]
+    assert any('"jupyter' in line or "127.0.0.1:8888" in line for line in listeners), listeners
     for line in listeners:
         local = line.split()[3]
         address = local.rsplit(":", 1)[0]
         assert address in ("127.0.0.1", "[::1]", "::1"), f"listening beyond loopback: {line}"
-    assert any(line.split()[3] == "127.0.0.1:8888" for line in listeners)
 
 
 def test_jupyter_token_stays_secret(host):
