@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import ansible.module_utils
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_CAPTURES = REPO_ROOT.parent / "shared" / "fixtures" / "h200"
@@ -22,3 +23,17 @@ if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
 for extra in (REPO_ROOT / "library",):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_module_warnings():
+    """Modules run in-process keep warnings in a global; start every test without them.
+
+    Otherwise a warning one module raised (gpu_throughput's fail_on_slow=false, say)
+    shows up in the next module's result in the same pytest process.
+    """
+    from ansible.module_utils.common import warnings
+
+    warnings._global_warnings.clear()
+    warnings._global_deprecations.clear()
+    yield
