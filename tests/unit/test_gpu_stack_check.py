@@ -8,24 +8,10 @@ import gpu_stack_check
 import pytest
 from ansible.module_utils.gpu_compat import check_stack
 from ansible.module_utils.testing import patch_module_args
+from test_gpu_compat import H200_PLAN, SEED_PLAN
 from test_nvidia_smi_facts import run_adhoc
 
-SEED = {
-    "driver_branch": "470",
-    "cuda_version": "11.6",
-    "cudnn_version": "8.4.0",
-    "torch_version": "1.12.1",
-    "torch_cuda_variant": "cu116",
-    "python_version": "3.8",
-}
-H200_PLAN = {
-    "driver_version": "580.159.04",
-    "cuda_version": "13.0",
-    "cudnn_version": "9.19.0",
-    "torch_version": "2.11.0",
-    "torch_cuda_variant": "cu130",
-    "python_version": "3.12",
-}
+SEED = SEED_PLAN
 
 
 def run_module(args, capsys):
