@@ -3,8 +3,13 @@
 # which failed. Needs the test bed (tools/testbed.sh): `make molecule` does that.
 #   tools/run-molecule.sh              every scenario under molecule/
 #   tools/run-molecule.sh nouveau cuda only those
+# Each scenario's whole output is also written to $KINDLING_CACHE/molecule-logs/<scenario>.log,
+# and that path is exported to Molecule as KINDLING_MOLECULE_LOG, so that verifiers can
+# check Ansible's own output (e.g. that no secret appears in it: molecule/jupyter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+log_dir="${KINDLING_CACHE:-$HOME/.cache/kindling}/molecule-logs"
+mkdir -p "$log_dir"
 
 if [ $# -gt 0 ]; then
   scenarios=("$@")
@@ -15,8 +20,11 @@ fi
 failed=()
 for s in "${scenarios[@]}"; do
   start=$(date +%s)
-  echo "=== molecule test -s $s"
-  if molecule test -s "$s"; then
+  log="$log_dir/$s.log"
+  : >"$log"
+  echo "=== molecule test -s $s (output also in $log)"
+  # pipefail (set above): the pipeline's status is molecule's, not tee's.
+  if KINDLING_MOLECULE_LOG="$log" molecule test -s "$s" 2>&1 | tee -a "$log"; then
     echo "=== $s passed in $(( $(date +%s) - start )) s"
   else
     echo "=== $s FAILED after $(( $(date +%s) - start )) s"

@@ -40,7 +40,11 @@ def _default(spec: dict) -> str:
     value = spec["default"]
     if isinstance(value, str):
         return f"`{value}`" if value else '`""`'
-    return f"`{yaml.safe_dump(value, default_flow_style=True).strip()}`".replace("|", "\\|")
+    # A bare scalar dumps as "300\n...\n": drop YAML's end-of-document marker.
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    if text.endswith("\n..."):
+        text = text[: -len("\n...")]
+    return f"`{text}`".replace("|", "\\|")
 
 
 def render() -> str:

@@ -108,6 +108,34 @@ DRIVER_BRANCHES = {
 }
 DRIVER_VIRTUAL = "kindling-fixture-nvidia-driver"
 
+# A point release NVIDIA published after a host was set up: only in the "later" snapshot of the
+# repository (LATER_REPO_PREFIX), which the fault tests switch a converged host to, to prove a
+# held driver does not move under apt-get upgrade or unattended-upgrade.
+LATER_POINT_RELEASES = {"535": "535.216.03"}
+# A package with no pin and no hold: 1.0 in the repository, 2.0 in the later snapshot. The
+# upgrade tests assert that it DOES move, so they can tell "held" from "nothing to upgrade".
+CANARY_PACKAGE = "kindling-fixture-canary"
+# Copies of the repository under a prefix, as served (see docs/FIXTURES.md):
+#   later/   the same packages plus LATER_POINT_RELEASES and canary 2.0, signed by the test key
+#   rotated/ the same packages, but Release signed by the "wrong" key while the .pub beside the
+#            packages is still the old one: apt reports NO_PUBKEY, as every host did after
+#            NVIDIA's 2022 key rotation
+LATER_REPO_PREFIX = "later"
+ROTATED_REPO_PREFIX = "rotated"
+# The stand-in driver's postinst, the place where a real nvidia-dkms builds the kernel module
+# for minutes. A test that must interrupt an install in the middle writes a number of seconds
+# to this file; without it the postinst returns at once.
+DKMS_DELAY_FILE = "/etc/kindling-fixture/dkms-build-seconds"
+DRIVER_POSTINST = f"""#!/bin/sh
+# Kindling fixture: stands in for the DKMS build a real driver package runs here.
+set -e
+if [ "$1" = configure ] && [ -r {DKMS_DELAY_FILE} ]; then
+    echo "kindling fixture: building the kernel module (sleeping $(cat {DKMS_DELAY_FILE}) s)"
+    sleep "$(cat {DKMS_DELAY_FILE})"
+fi
+exit 0
+"""
+
 CUDA_TOOLKITS = {
     "11.6": {
         "package_version": "11.6.2-1",
@@ -577,9 +605,13 @@ def stub_library(what: str) -> bytes:
     ).encode()
 
 
-def driver_packages() -> list[Package]:
+def driver_packages(releases: dict[str, str] | None = None) -> list[Package]:
+    """The driver packages of every branch, or of `releases` ({branch: version}) only."""
     packages = []
-    for branch, spec in DRIVER_BRANCHES.items():
+    for branch, base in DRIVER_BRANCHES.items():
+        if releases is not None and branch not in releases:
+            continue
+        spec = dict(base, version=releases[branch]) if releases else base
         version = f"{spec['version']}-1"
         captures = substituted_captures(spec["version"], spec["cuda"])
         readme = capture_readme(spec["version"], spec["cuda"])
@@ -634,8 +666,11 @@ def driver_packages() -> list[Package]:
                     conflicts=conflicts,
                     replaces=[DRIVER_VIRTUAL],
                     files=files,
+                    postinst=DRIVER_POSTINST,
                 )
             )
+        if releases:
+            continue
         packages.append(
             Package(
                 name=f"cuda-drivers-{branch}",
@@ -902,8 +937,32 @@ def tool_packages(keyring: bytes) -> list[Package]:
     ]
 
 
+def canary_package(version: str) -> Package:
+    return Package(
+        name=CANARY_PACKAGE,
+        version=version,
+        arch="all",
+        summary_detail=(
+            "Neither pinned nor held: the upgrade tests check that apt-get upgrade and "
+            "unattended-upgrade do upgrade it, so a driver that stays put was really held."
+        ),
+        files=[("/usr/share/kindling-fixture/canary-version", f"{version}\n".encode(), 0o644)],
+    )
+
+
 def all_packages(keyring: bytes) -> list[Package]:
-    return tool_packages(keyring) + driver_packages() + toolkit_packages() + cudnn_packages()
+    return (
+        tool_packages(keyring)
+        + driver_packages()
+        + toolkit_packages()
+        + cudnn_packages()
+        + [canary_package("1.0-1")]
+    )
+
+
+def later_packages() -> list[Package]:
+    """What only the later snapshot of the repository has."""
+    return [*driver_packages(LATER_POINT_RELEASES), canary_package("2.0-1")]
 
 
 def make_equivs_template(work: Path) -> Path:
@@ -919,7 +978,7 @@ def make_equivs_template(work: Path) -> Path:
 
 
 def build_package(pkg: Package, work: Path, template: Path) -> Path:
-    pkgdir = work / "pkg" / pkg.name
+    pkgdir = work / "pkg" / f"{pkg.name}_{pkg.version}"
     pkgdir.mkdir(parents=True)
     fields = [
         ("Section", pkg.section),
@@ -970,15 +1029,20 @@ def build_package(pkg: Package, work: Path, template: Path) -> Path:
 # apt repository
 
 
-def build_apt_repo(debs: list[Path], repo: Path, out: Path, keys: dict, armored: bytes) -> None:
+def build_apt_repo(
+    debs: list[Path], repo: Path, out: Path, keys: dict, armored: bytes, signer: str = "fixture"
+) -> None:
+    """A flat repository of `debs`, its Release signed by keys[signer]; the .pub beside the
+    packages is always the fixture key (what the roles download and check)."""
     repo.mkdir(parents=True)
     for deb in debs:
-        shutil.copy2(deb, repo / deb.name)
+        link_or_copy(deb, repo / deb.name)
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
     packages = run(["apt-ftparchive", "packages", "."], cwd=repo, env=env).stdout
     (repo / "Packages").write_bytes(packages)
     (repo / "Packages.gz").write_bytes(gzip.compress(packages, compresslevel=9, mtime=0))
     fingerprint = keys["fixture"]["fingerprint"]
+    signing_fingerprint = keys[signer]["fingerprint"]
     # NVIDIA publishes its repo key beside the packages as <last 8 hex digits of its id>.pub
     (repo / f"{fingerprint[-8:].lower()}.pub").write_bytes(armored)
     options = {
@@ -995,7 +1059,7 @@ def build_apt_repo(debs: list[Path], repo: Path, out: Path, keys: dict, armored:
     release = run([*cmd, "release", "."], cwd=repo, env=env).stdout
     (repo / "Release").write_bytes(release)
     home = out / "gnupg"
-    common = ["--yes", "--local-user", fingerprint, "--digest-algo", "SHA256"]
+    common = ["--yes", "--local-user", signing_fingerprint, "--digest-algo", "SHA256"]
     gpg(home, *common, "--clearsign", "--output", repo / "InRelease", repo / "Release")
     gpg(
         home,
@@ -1268,13 +1332,27 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
         exported = export_keys(out, keys, srv)
         template = make_equivs_template(work)
         packages = all_packages(exported["binary"])
-        log(f"fixture packages: building {len(packages)} packages with equivs ({jobs} at a time)")
+        extra = later_packages()
+        log(
+            f"fixture packages: building {len(packages) + len(extra)} packages with equivs "
+            f"({jobs} at a time)"
+        )
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             debs = list(pool.map(lambda pkg: build_package(pkg, work, template), packages))
+            later_debs = list(pool.map(lambda pkg: build_package(pkg, work, template), extra))
         repo = srv / APT_REPO_PATH
         build_apt_repo(debs, repo, out, keys, exported["armored"])
         verify_repo(repo, srv / "keys" / KEYRING_NAME)
         versions = parse_packages((repo / "Packages").read_text())
+        later = srv / LATER_REPO_PREFIX / APT_REPO_PATH
+        later_debs = [
+            deb for deb in debs if not deb.name.startswith(CANARY_PACKAGE + "_")
+        ] + later_debs
+        build_apt_repo(later_debs, later, out, keys, exported["armored"])
+        verify_repo(later, srv / "keys" / KEYRING_NAME)
+        rotated = srv / ROTATED_REPO_PREFIX / APT_REPO_PATH
+        build_apt_repo(debs, rotated, out, keys, exported["armored"], signer="wrong")
+        verify_repo(rotated, srv / "keys" / WRONG_KEYRING_NAME)
 
         tarball = build_cudnn_tarball(srv / CUDNN_REDIST_PATH)
 
@@ -1314,6 +1392,21 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
                 ),
                 "key_file": f"{APT_REPO_PATH}/{keys['fixture']['fingerprint'][-8:].lower()}.pub",
                 "packages": versions,
+                "later_snapshot": {
+                    "path": f"{LATER_REPO_PREFIX}/{APT_REPO_PATH}/",
+                    "adds": {
+                        **{
+                            f"nvidia-driver-{branch}": f"{version}-1"
+                            for branch, version in LATER_POINT_RELEASES.items()
+                        },
+                        CANARY_PACKAGE: "2.0-1",
+                    },
+                },
+                "rotated_key_copy": {
+                    "path": f"{ROTATED_REPO_PREFIX}/{APT_REPO_PATH}/",
+                    "signed_by": keys["wrong"]["fingerprint"],
+                },
+                "dkms_delay_file": DKMS_DELAY_FILE,
                 "driver_branches": DRIVER_BRANCHES,
                 "gpu_identity": FIXTURE_GPU,
             },

@@ -12,8 +12,8 @@ The document root defaults to <out>/srv as written by build_fixtures.py; the por
 $KINDLING_FIXTURE_PORT or 8765. `start` daemonises (new session), waits until the server answers
 and is idempotent: if this <out>'s server already serves the same root on the same port it does
 nothing. The server process writes its own PID (os.getpid(), not a shell's or pyenv shim's) with
-its root and port to <out>/server.pid; requests are logged to <out>/server.log. `stop` ends that
-PID. Exit codes: 0 ok, 1 error, 3 (status) not running.
+its root and port to <out>/server-<port>.pid; requests are logged to <out>/server.log. `stop`
+ends that PID. Exit codes: 0 ok, 1 error, 3 (status) not running.
 """
 
 from __future__ import annotations
@@ -52,18 +52,19 @@ class FixtureHandler(http.server.SimpleHTTPRequestHandler):
         sys.stderr.flush()
 
 
-def pid_file(out: Path) -> Path:
-    return out / "server.pid"
+def pid_file(out: Path, port: int) -> Path:
+    """One per port, so two test beds (KINDLING_FIXTURE_PORT) can serve side by side."""
+    return out / f"server-{port}.pid"
 
 
 def log_file(out: Path) -> Path:
     return out / "server.log"
 
 
-def read_state(out: Path) -> dict | None:
+def read_state(out: Path, port: int) -> dict | None:
     """The state the server wrote, if that process is still alive and is this script."""
     try:
-        state = json.loads(pid_file(out).read_text())
+        state = json.loads(pid_file(out, port).read_text())
         pid = int(state["pid"])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
@@ -93,9 +94,9 @@ def serve(out: Path, root: Path, port: int) -> int:
     server = http.server.ThreadingHTTPServer((HOST, port), handler)
     server.daemon_threads = True
     state = {"pid": os.getpid(), "root": str(root), "port": port, "started": time.time()}
-    tmp = pid_file(out).with_suffix(".tmp")
+    tmp = pid_file(out, port).with_suffix(".tmp")
     tmp.write_text(json.dumps(state) + "\n")
-    tmp.replace(pid_file(out))
+    tmp.replace(pid_file(out, port))
 
     def terminate(signum, _frame):
         raise SystemExit(0)
@@ -113,16 +114,16 @@ def serve(out: Path, root: Path, port: int) -> int:
     finally:
         server.server_close()
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(pid_file(out).read_text()).get("pid") == os.getpid():
-                pid_file(out).unlink()
+            if json.loads(pid_file(out, port).read_text()).get("pid") == os.getpid():
+                pid_file(out, port).unlink()
         sys.stderr.write("Kindling test fixture server: stopped\n")
     return 0
 
 
-def stop(out: Path, quiet: bool = False) -> int:
-    state = read_state(out)
+def stop(out: Path, port: int, quiet: bool = False) -> int:
+    state = read_state(out, port)
     if state is None:
-        pid_file(out).unlink(missing_ok=True)
+        pid_file(out, port).unlink(missing_ok=True)
         if not quiet:
             print(f"kindling fixture server: not running ({out})")
         return 0
@@ -135,7 +136,7 @@ def stop(out: Path, quiet: bool = False) -> int:
     if Path(f"/proc/{pid}").exists():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    pid_file(out).unlink(missing_ok=True)
+    pid_file(out, port).unlink(missing_ok=True)
     if not quiet:
         print(f"kindling fixture server: stopped pid {pid} (port {state['port']})")
     return 0
@@ -149,7 +150,7 @@ def start(out: Path, root: Path, port: int) -> int:
             file=sys.stderr,
         )
         return 1
-    state = read_state(out)
+    state = read_state(out, port)
     if state is not None:
         if state["root"] == str(root) and int(state["port"]) == port and answers(port):
             print(
@@ -157,7 +158,7 @@ def start(out: Path, root: Path, port: int) -> int:
                 f"(pid {state['pid']})"
             )
             return 0
-        stop(out, quiet=True)
+        stop(out, port, quiet=True)
     if port_busy(port):
         print(
             f"kindling fixture server: port {HOST}:{port} is already in use by another "
@@ -165,7 +166,7 @@ def start(out: Path, root: Path, port: int) -> int:
             file=sys.stderr,
         )
         return 1
-    pid_file(out).unlink(missing_ok=True)
+    pid_file(out, port).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     with log_file(out).open("ab") as log:
         child = subprocess.Popen(
@@ -189,7 +190,7 @@ def start(out: Path, root: Path, port: int) -> int:
         )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        state = read_state(out)
+        state = read_state(out, port)
         if state is not None and answers(port):
             print(
                 f"kindling fixture server: serving {root} on http://{HOST}:{port}/ "
@@ -204,16 +205,15 @@ def start(out: Path, root: Path, port: int) -> int:
         f"kindling fixture server: did not come up on port {port}; log tail:\n{tail}",
         file=sys.stderr,
     )
-    stop(out, quiet=True)
+    stop(out, port, quiet=True)
     return 1
 
 
-def status(out: Path) -> int:
-    state = read_state(out)
+def status(out: Path, port: int) -> int:
+    state = read_state(out, port)
     if state is None:
         print(f"kindling fixture server: not running ({out})")
         return 3
-    port = int(state["port"])
     health = "answering" if answers(port) else "NOT answering"
     print(
         f"kindling fixture server: pid {state['pid']} serving {state['root']} on "
@@ -245,9 +245,9 @@ def main(argv=None) -> int:
     if args.action == "start":
         return start(out, root, args.port)
     if args.action == "stop":
-        return stop(out)
+        return stop(out, args.port)
     if args.action == "status":
-        return status(out)
+        return status(out, args.port)
     return serve(out, root, args.port)
 
 

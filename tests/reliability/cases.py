@@ -8,7 +8,7 @@ rendered from this list (a test keeps it in step).
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 FIXTURE = "{fixture}"  # replaced by the fixture server's URL at run time
 
@@ -106,6 +106,26 @@ CASES: List[Dict[str, object]] = [
         "expect": "dcgm_exporter_image_tag must be an exact tag such as 4.5.3-4.8.2-ubuntu22.04, never empty or \"latest\" (got 'latest')",
     },
     {
+        "id": "dcgm-key-fingerprint-malformed",
+        "input": "dcgm_exporter_nvidia_repo_key_fingerprint: F796ECB0 (a short key id)",
+        "playbook": "dcgm_exporter.yml",
+        "vars": {"dcgm_exporter_nvidia_repo_key_fingerprint": "F796ECB0"},
+        "expect": "dcgm_exporter_nvidia_repo_key_fingerprint is 'F796ECB0'; give the key's full fingerprint, 40 hex digits",
+    },
+    {
+        "id": "dcgm-key-fingerprint-wrong",
+        "input": "the NVIDIA Container Toolkit key URL serves a key other than the expected one",
+        "playbook": "dcgm_exporter.yml",
+        "vars": {
+            "dcgm_exporter_mode": "container",
+            "dcgm_exporter_docker_source": "distro",
+            "dcgm_exporter_image_digest": "sha256:" + "0" * 64,
+            "dcgm_exporter_nvidia_repo_url": f"{FIXTURE}/compute/cuda/repos/debian12/x86_64/",
+            "dcgm_exporter_nvidia_repo_key_url": f"{FIXTURE}/keys/wrong-archive-keyring.gpg",
+        },
+        "expect": "expected C95B321B61E88C1809C4F759DDCAE044F796ECB0 (dcgm_exporter_nvidia_repo_key_fingerprint). It was not installed and apt was not told to trust it.",
+    },
+    {
         "id": "conda-channel-after-2.5",
         "input": "conda_pytorch_install_method: conda with torch 2.11.0",
         "playbook": "conda_pytorch.yml",
@@ -196,8 +216,70 @@ CASES: List[Dict[str, object]] = [
     },
 ]
 
-# Faults and exposure proven elsewhere in the test suite (the test named is the proof).
-PROVEN_ELSEWHERE: List[Dict[str, str]] = [
+# Faults, check mode and exposure. Each names the test that proves it; the ones in
+# tests/reliability run in this suite, the Molecule ones in `make molecule`.
+FAULTS_TEST = "tests/reliability/test_faults.py"
+FAULTS: List[Dict[str, str]] = [
+    {
+        "id": "dpkg-interrupted",
+        "input": "the driver install killed while dpkg runs the driver's postinst (the DKMS build), controller and dpkg both",
+        "expect": "dpkg is left half-configured; the next run finishes it with dpkg --configure -a (and says so), installs and holds the driver; the run after that reports changed=0",
+        "test": f"{FAULTS_TEST}::test_install_killed_mid_dpkg_is_repaired_by_the_next_run",
+    },
+    {
+        "id": "repo-unreachable-fresh",
+        "input": "the CUDA repository does not answer, on a fresh host",
+        "expect": "stops at once naming the URL (The CUDA repository URL could not be reached); the host snapshot is unchanged",
+        "test": f"{FAULTS_TEST}::test_unreachable_repository_on_a_fresh_host_changes_nothing",
+    },
+    {
+        "id": "repo-unreachable-converged",
+        "input": "the CUDA repository does not answer, on a host already set up",
+        "expect": "same message; sources, keyrings and packages unchanged; apt-get update and installs from the working sources still work",
+        "test": f"{FAULTS_TEST}::test_unreachable_repository_on_a_converged_host_keeps_the_working_sources",
+    },
+    {
+        "id": "rotated-key-no-pubkey",
+        "input": "the repository signed by a key the host does not trust (a real apt NO_PUBKEY, as after NVIDIA's 2022 rotation)",
+        "expect": "the new source is tried in a scratch directory first; apt's NO_PUBKEY is shown with the fix; apt's sources and keyrings unchanged, apt-get update still clean",
+        "test": f"{FAULTS_TEST}::test_rotated_repository_key_no_pubkey_changes_nothing",
+    },
+    {
+        "id": "wrong-key-fingerprint",
+        "input": "a repository key whose fingerprint is not the expected one",
+        "expect": "refused before apt trusts it; no sources, keyring or packages left behind",
+        "test": "molecule/driver_cuda_bad_input",
+    },
+    {
+        "id": "tampered-download",
+        "input": "the cuDNN tarball with a wrong sha256",
+        "expect": "refused, the partial file removed, nothing installed",
+        "test": "molecule/driver_cuda_bad_input",
+    },
+    {
+        "id": "dpkg-lock-held",
+        "input": "dpkg's locks held by another process (named like unattended-upgrades) for longer than nvidia_driver_apt_lock_timeout (10 s)",
+        "expect": "waits the 10 s, then fails naming the lock, the holder's pid and command and the variable to raise; the host snapshot is unchanged",
+        "test": f"{FAULTS_TEST}::test_held_dpkg_lock_waits_for_the_timeout_then_fails_naming_the_holder",
+    },
+    {
+        "id": "dpkg-lock-released",
+        "input": "dpkg's locks held for 45 s from before the run starts, timeout 120 s",
+        "expect": "the run waits (the module reports seconds waited), then carries on and converges (changed=0)",
+        "test": f"{FAULTS_TEST}::test_dpkg_lock_released_within_the_timeout_is_waited_for",
+    },
+    {
+        "id": "held-driver-vs-upgrades",
+        "input": "a newer 535 point release published; apt-get upgrade, then unattended-upgrade allowed the repository's origin",
+        "expect": "the held driver stays at 535.183.01-1 (the candidate is 535.216.03-1); an unheld package from the same repository is upgraded by both, so they did run",
+        "test": f"{FAULTS_TEST}::test_held_driver_survives_apt_get_upgrade_and_unattended_upgrade",
+    },
+    {
+        "id": "held-driver-vs-branch-switch",
+        "input": "apt-get upgrade and a manual apt install of another branch, on a host with branch 510 held",
+        "expect": "the installed driver version does not move; a branch change happens only through nvidia_driver_branch",
+        "test": "molecule/nvidia_driver_upgrade (prepare.yml, tests/test_upgrade.py)",
+    },
     {
         "id": "concurrent-runs",
         "input": "two site runs against the same host at once",
@@ -210,28 +292,34 @@ PROVEN_ELSEWHERE: List[Dict[str, str]] = [
         "expect": "the next run from the same controller takes it over with a warning; from another controller after site_lock_stale_after or with site_lock_break",
         "test": "tests/unit/test_site_lock.py",
     },
+]
+
+CHECKS: List[Dict[str, str]] = [
     {
-        "id": "held-driver-survives-upgrade",
-        "input": "apt-get upgrade, and a manual apt install of another branch, on a host with the driver held",
-        "expect": "the installed driver version does not move",
-        "test": "molecule/nvidia_driver_upgrade (prepare.yml, tests/test_upgrade.py)",
+        "id": "check-mode-site-fresh-host",
+        "input": "ansible-playbook playbooks/site.yml --check --diff on a fresh Debian 12 host (the default scenario's variables)",
+        "expect": "succeeds, reports the changes it would make (driver packages, repository entry, venv, Jupyter), and the host snapshot is unchanged",
+        "test": "tests/reliability/test_check_mode.py",
     },
     {
-        "id": "wrong-signing-key",
-        "input": "a repository key whose fingerprint is not the expected one",
-        "expect": "refused before apt trusts it; no sources, keyring or packages left behind",
-        "test": "molecule/driver_cuda_bad_input",
+        "id": "check-mode-per-stage",
+        "input": "--check of the driver, cuda, jupyter and dcgm_exporter stages on fresh hosts",
+        "expect": "each succeeds and reports what it would do",
+        "test": "molecule/nvidia_driver, molecule/cuda (check step), molecule/jupyter, molecule/dcgm_exporter (prepare.yml)",
     },
     {
-        "id": "tampered-download",
-        "input": "the cuDNN tarball with a wrong sha256",
-        "expect": "refused, the partial file removed, nothing installed",
-        "test": "molecule/driver_cuda_bad_input",
+        "id": "idempotence-every-scenario",
+        "input": "a second converge of every Molecule scenario",
+        "expect": "changed=0 (Molecule's idempotence step, present in every scenario's sequence)",
+        "test": "molecule/* idempotence; tests/unit/test_molecule_scenarios.py",
     },
+]
+
+EXPOSURE: List[Dict[str, str]] = [
     {
         "id": "loopback-only",
         "input": "the whole of site.yml with default variables",
-        "expect": "every listening TCP socket is on 127.0.0.1 or ::1",
+        "expect": "every listening TCP socket of the stack is on 127.0.0.1 or ::1",
         "test": "molecule/default/tests/test_site.py",
     },
     {
@@ -241,23 +329,58 @@ PROVEN_ELSEWHERE: List[Dict[str, str]] = [
         "test": "molecule/default/tests/test_site.py, molecule/jupyter",
     },
     {
-        "id": "check-mode-fresh-host",
-        "input": "--check on a fresh host (driver, cuda, jupyter, dcgm_exporter stages)",
-        "expect": "the run succeeds and reports what it would do",
-        "test": "molecule/nvidia_driver, molecule/cuda (check step), molecule/jupyter, molecule/dcgm_exporter (prepare.yml)",
+        "id": "jupyter-token-not-in-ansible-output",
+        "input": "the Jupyter converge and idempotence runs at verbosity 3 (-vvv, module arguments shown)",
+        "expect": "the token appears nowhere in Ansible's output",
+        "test": "molecule/jupyter/tests/test_jupyter.py",
+    },
+    {
+        "id": "downloads-verified",
+        "input": "every download: apt repositories, the cuDNN tarball, the Miniforge installer, wheels",
+        "expect": "signed repositories trusted through signed-by keyrings with checked fingerprints; files by sha256 (a wrong one is refused: tampered-download, miniforge-sha256-malformed)",
+        "test": "molecule/driver_cuda_bad_input, tests/reliability/test_bad_inputs.py",
+    },
+    {
+        "id": "systemd-hardening",
+        "input": "systemd-analyze security of the units Kindling writes",
+        "expect": "each unit's exposure score is at or below its threshold and equals the one recorded in docs/SYSTEMD_HARDENING.md",
+        "test": "molecule/jupyter/tests/test_jupyter.py, molecule/dcgm_exporter/tests/test_dcgm_exporter.py",
     },
 ]
 
+SECTIONS = [
+    ("Faults, each followed by a run that converges", FAULTS),
+    ("Check mode and idempotence", CHECKS),
+    ("Secrets and exposure", EXPOSURE),
+]
 
-def render_markdown() -> str:
-    """docs/RELIABILITY.md, from the two lists above."""
+
+def case_count() -> int:
+    return len(CASES) + sum(len(rows) for _, rows in SECTIONS)
+
+
+def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
+    """docs/RELIABILITY.md, from the lists above.
+
+    results maps a case id to the outcome of a run (tests/reliability/conftest.py writes a
+    copy with this run's outcomes to reports/reliability/); the committed doc shows "pass",
+    which CI holds true: a failing row keeps a change from landing.
+    """
+
+    def result(case_id: str) -> str:
+        return (results or {}).get(case_id, "pass")
+
     lines = [
         "# Reliability and security cases",
         "",
         "Generated from `tests/reliability/cases.py` (`python tests/reliability/cases.py`); a",
         "test fails when this file is out of step with it. Every row is proved by the test it",
-        "names, which runs in `make test` (CI); a row whose test fails keeps the submission",
-        "from landing, so every row here passed.",
+        "names, which runs in `make test` (CI); a row whose test fails keeps the change from",
+        "landing, so the result column of this committed copy is `pass`. Each run of",
+        "`make reliability` also writes `reports/reliability/RELIABILITY.md` with that run's",
+        "own outcomes of the tests/reliability rows.",
+        "",
+        f"{case_count()} cases in all.",
         "",
         f"## Bad inputs ({len(CASES)} cases)",
         "",
@@ -266,24 +389,28 @@ def render_markdown() -> str:
         "/var/lib/kindling and more, the package list, holds, users and unit files) is the same",
         "before and after.",
         "",
-        "| case | input | the user sees | test |",
-        "|---|---|---|---|",
+        "| case | input | the user sees | test | result |",
+        "|---|---|---|---|---|",
     ]
     for case in CASES:
         expect = str(case["expect"]).replace("|", "\\|")
         lines.append(
             f"| {case['id']} | {case['input']} | {expect} "
-            f"| tests/reliability/test_bad_inputs.py[{case['id']}] |"
+            f"| tests/reliability/test_bad_inputs.py[{case['id']}] | {result(str(case['id']))} |"
         )
-    lines += [
-        "",
-        f"## Faults, concurrency and exposure ({len(PROVEN_ELSEWHERE)} cases)",
-        "",
-        "| case | input or fault | expected behaviour | test |",
-        "|---|---|---|---|",
-    ]
-    for case in PROVEN_ELSEWHERE:
-        lines.append(f"| {case['id']} | {case['input']} | {case['expect']} | {case['test']} |")
+    for title, rows in SECTIONS:
+        lines += [
+            "",
+            f"## {title} ({len(rows)} cases)",
+            "",
+            "| case | input or fault | expected behaviour | test | result |",
+            "|---|---|---|---|---|",
+        ]
+        for case in rows:
+            lines.append(
+                f"| {case['id']} | {case['input']} | {case['expect']} | {case['test']} "
+                f"| {result(case['id'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -292,4 +419,4 @@ if __name__ == "__main__":
 
     out = pathlib.Path(__file__).resolve().parents[2] / "docs" / "RELIABILITY.md"
     out.write_text(render_markdown())
-    print(f"wrote {out}")
+    print(f"wrote {out} ({case_count()} cases)")

@@ -7,15 +7,17 @@ before and after.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import pytest
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("KINDLING_TEST_IMAGE", "localhost/kindling-debian12-systemd") + ":latest"
@@ -52,19 +54,19 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=check)
 
 
-@pytest.fixture(scope="session")
-def test_host(tmp_path_factory) -> Dict[str, str]:
+def start_host(name: str) -> None:
+    """A fresh test host: the image's Debian 12 with systemd as PID 1, on the host network."""
     if podman("image", "exists", IMAGE, check=False).returncode != 0:
         pytest.fail(
             f"test image {IMAGE} is missing: run `make molecule` or "
             "molecule/_shared/image/build-image.sh first"
         )
-    podman("rm", "-f", CONTAINER, check=False)
+    podman("rm", "-f", name, check=False)
     podman(
         "run",
         "-d",
         "--name",
-        CONTAINER,
+        name,
         "--systemd",
         "always",
         "--network",
@@ -77,41 +79,86 @@ def test_host(tmp_path_factory) -> Dict[str, str]:
         "/sbin/init",
     )
     for _ in range(60):
-        state = podman("exec", CONTAINER, "systemctl", "is-system-running", check=False)
+        state = podman("exec", name, "systemctl", "is-system-running", check=False)
         if state.stdout.strip() in ("running", "degraded"):
             break
         time.sleep(1)
-    inventory = tmp_path_factory.mktemp("inventory") / "hosts.yml"
-    inventory.write_text(
+
+
+def write_inventory(path: Path, name: str, group_vars: Dict[str, object]) -> str:
+    path.write_text(
         json.dumps(
             {
                 "all": {
                     "children": {
                         "gpu_hosts": {
                             "hosts": {
-                                CONTAINER: {
+                                name: {
                                     "ansible_connection": "containers.podman.podman",
                                     "ansible_python_interpreter": "/usr/bin/python3",
                                 }
-                            }
+                            },
+                            "vars": group_vars,
                         }
                     }
                 }
             }
         )
     )
-    yield {"name": CONTAINER, "inventory": str(inventory)}
+    return str(path)
+
+
+def scenario_group_vars(scenario: str) -> Dict[str, object]:
+    """The gpu_hosts variables of a Molecule scenario: one copy of the fixture settings."""
+    config = yaml.safe_load((REPO_ROOT / "molecule" / scenario / "molecule.yml").read_text())
+    return dict(config["provisioner"]["inventory"]["group_vars"]["gpu_hosts"])
+
+
+@pytest.fixture(scope="session")
+def test_host(tmp_path_factory) -> Iterator[Dict[str, str]]:
+    """The bad-input and check-mode host: nothing may ever change it."""
+    start_host(CONTAINER)
+    inventory = write_inventory(tmp_path_factory.mktemp("inventory") / "hosts.yml", CONTAINER, {})
+    yield {"name": CONTAINER, "inventory": inventory}
     podman("rm", "-f", CONTAINER, check=False)
 
 
-def snapshot() -> str:
-    return podman("exec", CONTAINER, "sh", "-c", SNAPSHOT_SCRIPT).stdout
+def snapshot(name: str = CONTAINER) -> str:
+    return podman("exec", name, "sh", "-c", SNAPSHOT_SCRIPT).stdout
+
+
+def snapshot_diff(before: str, after: str) -> str:
+    """The lines of a host snapshot that changed, for an assertion message."""
+    return "\n".join(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), "before", "after", lineterm=""
+        )
+    )
 
 
 def run_playbook(
     host: Dict[str, str], playbook: str, extra: Dict[str, object], *args: str, inventory: str = ""
 ) -> subprocess.CompletedProcess:
-    cmd: List[str] = [
+    cmd: List[str] = playbook_command(host, playbook, extra, *args, inventory=inventory)
+    return subprocess.run(
+        cmd,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env=playbook_env(),
+    )
+
+
+def playbook_env() -> Dict[str, str]:
+    return dict(os.environ, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
+
+
+def playbook_command(
+    host: Dict[str, str], playbook: str, extra: Dict[str, object], *args: str, inventory: str = ""
+) -> List[str]:
+    return [
         ANSIBLE_PLAYBOOK,
         "-i",
         inventory or host["inventory"],
@@ -120,12 +167,55 @@ def run_playbook(
         json.dumps(extra),
         *args,
     ]
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
-    return subprocess.run(
-        cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=600, env=env
-    )
 
 
 def one_line(text: str) -> str:
     """Ansible folds long messages over several lines; compare them as one line."""
     return " ".join(text.replace("\\n", " ").split())
+
+
+# --- this run's outcome of each catalogued case: reports/reliability/RELIABILITY.md
+
+_OUTCOMES: Dict[str, str] = {}
+_WORDS = {"passed": "pass", "failed": "FAIL", "skipped": "skipped"}
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.when == "call" or report.outcome != "passed":
+        _OUTCOMES[report.nodeid] = _WORDS.get(report.outcome, report.outcome)
+
+
+def _outcome(test: str) -> str:
+    if not test.startswith("tests/reliability/"):
+        return "not in this suite"
+    found = [
+        word
+        for nodeid, word in _OUTCOMES.items()
+        if nodeid == test or nodeid.startswith(test + "::")
+    ]
+    if not found:
+        return "not run"
+    return "FAIL" if "FAIL" in found else found[0]
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if not _OUTCOMES:
+        return
+    from cases import CASES, SECTIONS, render_markdown
+
+    results = {
+        str(case["id"]): _outcome(
+            "tests/reliability/test_bad_inputs.py::"
+            f"test_bad_input_is_refused_before_any_change[{case['id']}]"
+        )
+        for case in CASES
+    }
+    for _, rows in SECTIONS:
+        for case in rows:
+            results[case["id"]] = _outcome(case["test"])
+    out = REPO_ROOT / "reports" / "reliability"
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    (out / "RELIABILITY.md").write_text(
+        render_markdown(results) + f"\nOutcomes of the run that ended {stamp}.\n"
+    )

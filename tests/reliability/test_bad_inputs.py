@@ -7,7 +7,7 @@ import os
 
 import pytest
 from cases import CASES
-from conftest import CONTAINER, one_line, run_playbook, snapshot
+from conftest import CONTAINER, one_line, run_playbook, snapshot, snapshot_diff
 
 FIXTURE_URL = os.environ.get("KINDLING_FIXTURE_URL", "http://127.0.0.1:8765")
 
@@ -35,4 +35,6 @@ def test_bad_input_is_refused_before_any_change(case, test_host, tmp_path):
     output = one_line(result.stdout + result.stderr)
     assert result.returncode != 0, f"{case['id']} was accepted:\n{result.stdout[-3000:]}"
     assert one_line(case["expect"]) in output, output[-4000:]
-    assert before == after, f"{case['id']} changed {CONTAINER} before refusing"
+    assert before == after, f"{case['id']} changed {CONTAINER} before refusing:\n" + snapshot_diff(
+        before, after
+    )

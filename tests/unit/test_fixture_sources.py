@@ -63,6 +63,7 @@ EXPECTED_VERSIONS = {
     "cudnn9-cuda-12": "9.1.0.70-1",
     "datacenter-gpu-manager": "1:3.3.9",
     "nvidia-container-toolkit": "1.17.8-1",
+    "kindling-fixture-canary": "1.0-1",
 }
 
 pytestmark = [
@@ -121,7 +122,7 @@ def server(built):
     proc = _run([sys.executable, SERVE, "start", "--out", out, "--port", port])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield f"http://127.0.0.1:{port}"
-    _run([sys.executable, SERVE, "stop", "--out", out])
+    _run([sys.executable, SERVE, "stop", "--out", out, "--port", port])
 
 
 def _deb(repo: Path, name: str) -> Path:
@@ -176,7 +177,7 @@ def _packages(repo: Path) -> dict[str, dict[str, str]]:
 
 def test_build_prints_summary_and_writes_layout(built, srv):
     _out, stdout, _seconds = built
-    assert stdout.count("\n") == 1 and stdout.startswith("kindling fixtures: built 19 debs")
+    assert stdout.count("\n") == 1 and stdout.startswith("kindling fixtures: built 20 debs")
     for path in (
         "index.html",
         "fixtures.json",
@@ -232,6 +233,55 @@ def test_inrelease_verifies_only_with_the_fixture_keyring(repo, srv):
     )
     assert wrong.returncode != 0
     assert "No public key" in wrong.stderr or "NO_PUBKEY" in wrong.stderr
+
+
+def _versions(repo: Path) -> set[tuple[str, str]]:
+    """(package, version) pairs: a flat repository may list two versions of one package."""
+    pairs = set()
+    for stanza in (repo / "Packages").read_text().strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line)
+        pairs.add((fields["Package"], fields["Version"]))
+    return pairs
+
+
+def test_later_snapshot_adds_a_point_release_and_canary_2(repo, srv):
+    later = srv / "later" / "compute/cuda/repos/debian12/x86_64"
+    pairs = _versions(later)
+    assert ("nvidia-driver-535", "535.216.03-1") in pairs
+    assert ("nvidia-driver-535", "535.183.01-1") in pairs
+    assert ("kindling-fixture-canary", "2.0-1") in pairs
+    assert ("kindling-fixture-canary", "1.0-1") not in pairs
+    assert _versions(repo) - {("kindling-fixture-canary", "1.0-1")} <= pairs
+    good = _run(
+        ["gpgv", "--keyring", srv / "keys/kindling-fixture-archive-keyring.gpg", "InRelease"],
+        cwd=later,
+    )
+    assert good.returncode == 0, good.stderr
+
+
+def test_rotated_copy_is_signed_by_the_wrong_key_beside_the_old_pub(repo, srv):
+    rotated = srv / "rotated" / "compute/cuda/repos/debian12/x86_64"
+    assert _versions(rotated) == _versions(repo)
+    old = _run(
+        ["gpgv", "--keyring", srv / "keys/kindling-fixture-archive-keyring.gpg", "InRelease"],
+        cwd=rotated,
+    )
+    assert old.returncode != 0
+    new = _run(
+        ["gpgv", "--keyring", srv / "keys/wrong-archive-keyring.gpg", "InRelease"], cwd=rotated
+    )
+    assert new.returncode == 0, new.stderr
+    pubs = sorted(p.name for p in rotated.glob("*.pub"))
+    assert pubs == sorted(p.name for p in repo.glob("*.pub"))
+    assert (rotated / pubs[0]).read_bytes() == (repo / pubs[0]).read_bytes()
+
+
+def test_driver_postinst_waits_only_when_asked(repo, tmp_path):
+    deb = next(repo.glob("nvidia-driver-535_*.deb"))
+    _run(["dpkg-deb", "-e", deb, tmp_path / "control"])
+    postinst = (tmp_path / "control" / "postinst").read_text()
+    assert "/etc/kindling-fixture/dkms-build-seconds" in postinst
+    assert 'if [ "$1" = configure ] && [ -r /etc/kindling-fixture/dkms-build-seconds ]' in postinst
 
 
 def test_release_names_nvidia_and_says_it_is_a_fixture(repo):
@@ -603,12 +653,12 @@ def test_apt_update_rejects_the_wrong_keyring_with_no_pubkey(server, srv, tmp_pa
 def test_server_start_is_idempotent_and_marked(server, built):
     out = built[0]
     port = server.rsplit(":", 1)[1]
-    before = json.loads((out / "server.pid").read_text())["pid"]
+    before = json.loads((out / f"server-{port}.pid").read_text())["pid"]
     again = _run([sys.executable, SERVE, "start", "--out", out, "--port", port])
     assert again.returncode == 0 and "already serving" in again.stdout
-    assert json.loads((out / "server.pid").read_text())["pid"] == before
+    assert json.loads((out / f"server-{port}.pid").read_text())["pid"] == before
     assert Path(f"/proc/{before}/cmdline").read_bytes().find(b"serve_fixtures.py") != -1
-    status = _run([sys.executable, SERVE, "status", "--out", out])
+    status = _run([sys.executable, SERVE, "status", "--out", out, "--port", port])
     assert status.returncode == 0 and "answering" in status.stdout
     head = _run(["curl", "-sfI", f"{server}/"]) if shutil.which("curl") else None
     if head is not None:

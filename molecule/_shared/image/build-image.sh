@@ -19,9 +19,12 @@ fi
 # What a fresh cloud image has, plus what Ansible and the tests need:
 # python3-apt for ansible.builtin.apt, kmod for modprobe/lsmod, initramfs-tools and a
 # kernel image so the nouveau role's initramfs handler does real work, iproute2 for ss.
+# unattended-upgrades, as on Ubuntu's and Debian's cloud images: the fault tests prove a held
+# driver survives it and that the roles wait for its dpkg lock.
 packages=(
   systemd systemd-sysv dbus python3 python3-apt sudo ca-certificates gnupg
   kmod initramfs-tools linux-image-amd64 iproute2 procps curl lsb-release pciutils
+  unattended-upgrades
 )
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,5 +1,6 @@
 """Verify the jupyter role: service, bind address, auth, kernel, token hygiene, real browser."""
 
+import base64
 import json
 import os
 import shutil
@@ -10,9 +11,19 @@ import urllib.error
 import urllib.request
 
 import pytest
+import systemd_hardening  # tools/, put on sys.path by conftest.py
 
 URL = "http://127.0.0.1:8888"
 TOKEN_FILE = "/etc/jupyter/token"
+UNIT_TEMPLATE = "roles/jupyter/templates/jupyter.service.j2"
+# Tasks of the role that handle the token: the log must show them ran (converge and
+# idempotence), or it is not this scenario's output.
+TOKEN_TASKS = (
+    "TASK [jupyter : Read the token]",
+    "TASK [jupyter : Write the service's root-only EnvironmentFile with the token]",
+    "TASK [jupyter : The token must be accepted]",
+    "TASK [jupyter : How to reach JupyterLab]",
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +109,63 @@ def test_token_never_in_the_journal_or_unit(host, token):
     assert token not in journal
     assert token not in host.file("/etc/systemd/system/jupyter.service").content_string
     assert token not in host.file("/etc/jupyter/jupyter_server_config.json").content_string
+
+
+def test_token_never_in_ansible_output(host, token):
+    """Ansible's own output of converge and idempotence (at -vvv, molecule.yml) has no token.
+
+    tools/run-molecule.sh tees Molecule's whole output to a log and names it in
+    KINDLING_MOLECULE_LOG; at -vvv Ansible prints every task's module arguments and
+    results, so a task carrying the token without no_log shows up here.
+    """
+    log_path = os.environ.get("KINDLING_MOLECULE_LOG")
+    if not log_path:
+        pytest.fail(
+            "KINDLING_MOLECULE_LOG is not set, so Ansible's output can't be checked for the "
+            "token. Run this scenario through tools/run-molecule.sh (make molecule "
+            "SCENARIO=jupyter), which writes Molecule's output to a log and sets it."
+        )
+    with open(log_path, encoding="utf-8", errors="replace") as fh:
+        log = fh.read()
+    # This run's converge and idempotence, not a stale or foreign log: both steps ran, the
+    # role's token tasks ran in each, at -vvv (module arguments shown), and the log was
+    # still being written after the token was made (the token file's mtime).
+    assert "[jupyter > converge] Executed: Successful" in log, f"{log_path}: no converge"
+    assert "[jupyter > idempotence] Executed: Successful" in log, f"{log_path}: no idempotence"
+    lines = log.splitlines()
+    for task in TOKEN_TASKS:  # at the start of a line: not the prepare step's nested --check run
+        runs = sum(1 for line in lines if line.startswith(task))
+        assert runs >= 2, f"{log_path}: {task!r} ran {runs} times, not in converge and idempotence"
+    assert log.count("module_args:") >= 20, f"{log_path}: not -vvv output (no module_args)"
+    assert len(log) > 100_000, f"{log_path}: only {len(log)} characters"
+    assert os.path.getmtime(log_path) >= host.file(TOKEN_FILE).mtime.timestamp(), log_path
+    # jupyter_show_token is false by default: the last message says where the token is.
+    after_prepare = log[log.index("[jupyter > converge] Executing") :]
+    assert after_prepare.count(f"Token: sudo cat {TOKEN_FILE} on the host.") >= 2, log_path
+
+    with host.sudo():
+        raw = host.file(TOKEN_FILE).content  # bytes, with the trailing newline
+    forms = {
+        "the token": token,
+        "the token file, base64 (slurp)": base64.b64encode(raw).decode(),
+        "the token, base64": base64.b64encode(token.encode()).decode(),
+    }
+    for what, secret in forms.items():
+        found = [n for n, line in enumerate(lines, 1) if secret in line]
+        assert not found, (
+            f"{what} appears in Ansible's output ({log_path}, lines {found[:10]}): "
+            "the task printing it needs no_log: true"
+        )
+
+
+def test_unit_hardening_score(host):
+    """systemd-analyze security: within the threshold and as docs/SYSTEMD_HARDENING.md says."""
+    unit = "jupyter.service"
+    text = host.check_output("systemd-analyze security %s --no-pager", unit)
+    checks = host.check_output("systemd-analyze security --json=short %s --no-pager", unit)
+    version = host.check_output("systemd-analyze --version")
+    problems = systemd_hardening.problems(UNIT_TEMPLATE, text, checks, version)
+    assert not problems, "\n".join(problems)
 
 
 def _png_size(path):

@@ -1,0 +1,42 @@
+"""`ansible-playbook playbooks/site.yml --check` on a fresh host changes nothing.
+
+The host is the bad-input host (tests/reliability/conftest.py), which nothing may change;
+the variables are the default Molecule scenario's (the whole stack against the fixture
+sources), read from molecule/default/molecule.yml so there is one copy of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from conftest import (
+    CONTAINER,
+    one_line,
+    run_playbook,
+    scenario_group_vars,
+    snapshot,
+    snapshot_diff,
+    write_inventory,
+)
+
+
+def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
+    test_host, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MOLECULE_EPHEMERAL_DIRECTORY", str(tmp_path))
+    inventory = write_inventory(tmp_path / "hosts.yml", CONTAINER, scenario_group_vars("default"))
+    before = snapshot()
+    result = run_playbook(test_host, "site.yml", {}, "--check", "--diff", inventory=inventory)
+    after = snapshot()
+    output = one_line(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stdout[-5000:]
+    match = re.search(r"changed=(\d+)\s+unreachable=0\s+failed=0", result.stdout)
+    assert match and int(match.group(1)) > 10, result.stdout[-3000:]
+    # It says what it would do: the driver packages, the repository entry, the venv.
+    assert "cuda-drivers-510" in output
+    assert (
+        "TASK [nvidia_driver : Write the repository entry, trusted with that keyring only]"
+        in output
+    )
+    assert "TASK [conda_pytorch :" in output and "TASK [jupyter :" in output
+    assert before == after, "site.yml --check changed the host:\n" + snapshot_diff(before, after)
