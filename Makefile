@@ -23,7 +23,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint yamllint ansible-lint ruff workflows unit molecule reliability fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check yamllint ansible-lint ruff workflows unit molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -59,7 +59,15 @@ $(CONTAINERS_STORAGE_CONF): molecule/_shared/podman/storage.conf.in
 	sed 's|@CACHE@|$(KINDLING_CACHE)|g' $< > $@
 
 # ---------------------------------------------------------------- checks
-lint: yamllint ansible-lint ruff workflows ## yamllint, ansible-lint (production profile), ruff, workflow schema
+lint: catalogue-check yamllint ansible-lint ruff workflows ## catalogue in step, yamllint, ansible-lint (production profile), ruff, workflow schema
+
+catalogue: venv ## Regenerate module_utils/vendor_catalogue.py and README's stack x OS table from the catalogue
+	$(VENV)/bin/python tools/catalogue.py
+	$(VENV)/bin/python tools/stack_matrix.py
+
+catalogue-check: ## Fail when the catalogue's generated copy or README's stack x OS table is out of date
+	$(VENV)/bin/python tools/catalogue.py --check
+	$(VENV)/bin/python tools/stack_matrix.py --check
 
 yamllint:
 	yamllint --strict .

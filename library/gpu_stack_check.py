@@ -8,11 +8,20 @@ from typing import Any, Dict, List
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_compat import (
     PLAN_KEYS,
-    check_stack,
     cuda_for_driver,
     cudnn_packages,
     min_driver_for_cuda,
     torch_release,
+)
+from ansible.module_utils.stack_plan import (
+    MODULE_FLAVOURS,
+    PACKAGE_FLAVORS,
+    check_plan,
+    plan_packages,
+    python_package_problem,
+    repository_arch,
+    repository_id,
+    repository_notes,
 )
 
 DOCUMENTATION = r"""
@@ -55,6 +64,59 @@ options:
   python_version:
     description: Planned Python of the torch environment (C(conda_pytorch_python_version)).
     type: str
+  cuda_versions_extra:
+    description: More toolkits installed side by side (C(cuda_versions_extra)).
+    type: list
+    elements: str
+    default: []
+  os:
+    description:
+      - NVIDIA's repository the plan installs from, e.g. V(ubuntu2204) or V(debian12)
+        (C(nvidia_driver_repo_distro)). With it, a plan the vendor catalogue says cannot
+        exist there is refused, and every fix names only what the repository serves.
+    type: str
+  arch:
+    description: The repository's architecture path, V(x86_64) or V(sbsa).
+    type: str
+  distribution:
+    description:
+      - The host's distribution (C(ansible_facts.distribution)); with C(distribution_version),
+        derives C(os) and C(os_release) when they are not given.
+    type: str
+  distribution_version:
+    description: The distribution's version (C(ansible_facts.distribution_version)).
+    type: str
+  machine:
+    description: The host's machine (C(ansible_facts.architecture)); derives C(arch).
+    type: str
+  os_release:
+    description: The distribution release (V("12"), V("22.04")), for the V(distro) method.
+    type: str
+  install_method:
+    description: How the driver is installed (C(nvidia_driver_install_method)).
+    type: str
+    choices: [cuda_repo, distro]
+    default: cuda_repo
+  kernel_modules:
+    description:
+      - Kernel-module flavour (C(nvidia_driver_kernel_modules)). V(auto) picks open where
+        a GPU needs it (Blackwell, Grace Hopper), proprietary where a GPU can't run open
+        (before Turing), else NVIDIA's default for the branch.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  package_flavor:
+    description: V(cuda-drivers) or V(nvidia-driver) (C(nvidia_driver_package_flavor)).
+    type: str
+    choices: [cuda-drivers, nvidia-driver]
+    default: cuda-drivers
+  python_packages:
+    description:
+      - Python packages pinned into the planned environment, each C(name), C(version) and
+        the C(variable) that sets it; a pin whose wheels need another Python is refused.
+    type: list
+    elements: dict
+    default: []
   gpus:
     description:
       - Detected or planned GPUs, each a dict with C(name) and/or C(compute_capability).
@@ -142,6 +204,26 @@ plan:
   returned: always
   type: dict
   sample: {"cuda_version": "13.0", "min_driver_for_cuda": "(from gpu_compat)"}
+packages:
+  description:
+    - What each install step installs, from the vendor catalogue (with C(os)); the roles
+      install exactly these and spell no package name of their own.
+    - C(driver) has C(packages), C(pinning) (NVIDIA's branch-pinning package or null),
+      C(version) (apt glob), C(version_regex), C(hold), C(selection) (dpkg patterns of
+      the layout's branch-selecting packages); C(toolkit) lists cuda-toolkit-X-Y;
+      C(cudnn) is the cuDNN apt plan; C(fabric_manager) the NVSwitch packages at the
+      driver's version; C(kernel_modules) the flavour chosen and why.
+  returned: always
+  type: dict
+repository:
+  description: The repository checked against (C(os), C(arch), C(release)).
+  returned: always
+  type: dict
+notes:
+  description: Facts that could not be confirmed from the catalogue (never fatal).
+  returned: always
+  type: list
+  elements: str
 msg:
   description: Summary; on failure, every problem with its fix.
   returned: always
@@ -159,12 +241,42 @@ def _render(problems: List[Dict[str, Any]]) -> str:
 
 def main() -> None:
     spec: Dict[str, Any] = {key: {"type": "str"} for key in PLAN_KEYS}
-    spec["gpus"] = {"type": "list", "elements": "dict", "default": []}
-    spec["fail_on_problems"] = {"type": "bool", "default": True}
+    spec.update(
+        cuda_versions_extra={"type": "list", "elements": "str", "default": []},
+        os={"type": "str"},
+        arch={"type": "str"},
+        os_release={"type": "str"},
+        distribution={"type": "str"},
+        distribution_version={"type": "str"},
+        machine={"type": "str"},
+        install_method={"type": "str", "choices": ["cuda_repo", "distro"], "default": "cuda_repo"},
+        kernel_modules={
+            "type": "str",
+            "choices": ["auto", *MODULE_FLAVOURS],
+            "default": "auto",
+        },
+        package_flavor={"type": "str", "choices": list(PACKAGE_FLAVORS), "default": "cuda-drivers"},
+        python_packages={"type": "list", "elements": "dict", "default": []},
+        gpus={"type": "list", "elements": "dict", "default": []},
+        fail_on_problems={"type": "bool", "default": True},
+    )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    params = module.params
 
-    plan = {key: module.params[key] for key in PLAN_KEYS}
-    problems = check_stack(plan, module.params["gpus"])
+    plan: Dict[str, Any] = {key: params[key] for key in PLAN_KEYS}
+    plan["cuda_versions_extra"] = params["cuda_versions_extra"]
+    repo = params["os"] or None
+    arch = params["arch"] or None
+    os_release = params["os_release"] or None
+    if params["distribution"] and params["distribution_version"]:
+        repo = repo or repository_id(params["distribution"], params["distribution_version"])
+        if not os_release:
+            version = str(params["distribution_version"])
+            os_release = version.split(".")[0] if params["distribution"] == "Debian" else version
+    if params["machine"] and not arch:
+        arch = repository_arch(params["machine"])
+    problems = check_plan(plan, params["gpus"], repo, arch)
+    notes: List[str] = repository_notes(plan, repo, arch)
     derived: Dict[str, Any] = dict(plan)
     cuda = plan.get("cuda_version")
     driver = plan.get("driver_version") or plan.get("driver_branch")
@@ -175,12 +287,39 @@ def main() -> None:
         derived["min_driver_for_cuda"] = derived["max_cuda_for_driver"] = None
     release = torch_release(plan["torch_version"]) if plan.get("torch_version") else None
     derived["torch_variants"] = sorted(release["variants"]) if release else None
-    derived["cudnn_packages"] = None
+    cudnn = None
     if plan.get("cudnn_version") and cuda:
         try:
-            derived["cudnn_packages"] = cudnn_packages(plan["cudnn_version"], cuda)
+            cudnn = cudnn_packages(plan["cudnn_version"], cuda)
         except ValueError:  # already reported as a problem
-            derived["cudnn_packages"] = None
+            cudnn = None
+    derived["cudnn_packages"] = cudnn
+
+    packages: Dict[str, Any] = {"driver": None, "toolkit": [], "cudnn": cudnn}
+    invalid = any(p["code"] == "invalid-version" for p in problems)
+    if repo and not invalid:
+        cudas = [str(v) for v in [cuda, *plan["cuda_versions_extra"]] if v]
+        planned, package_problems = plan_packages(
+            repo,
+            plan.get("driver_branch") or (driver.split(".")[0] if driver else None),
+            plan.get("driver_version"),
+            params["install_method"],
+            params["kernel_modules"],
+            params["package_flavor"],
+            params["gpus"],
+            cudas,
+            os_release,
+        )
+        packages.update(planned)
+        problems.extend(package_problems)
+    python = plan.get("python_version")
+    for item in params["python_packages"]:
+        if python and item.get("version"):
+            problem = python_package_problem(
+                str(item["name"]), str(item["version"]), str(python), str(item.get("variable"))
+            )
+            if problem:
+                problems.append(problem)
 
     # A GPU the table doesn't know is reported, never fatal: the checks that need its
     # compute capability are skipped.
@@ -190,9 +329,12 @@ def main() -> None:
         "ok": not blocking,
         "problems": problems,
         "plan": derived,
+        "packages": packages,
+        "repository": {"os": repo, "arch": arch, "release": os_release},
+        "notes": notes,
         "msg": _render(problems) if problems else "the planned GPU stack is consistent",
     }
-    if blocking and module.params["fail_on_problems"]:
+    if blocking and params["fail_on_problems"]:
         module.fail_json(**result)
     module.exit_json(**result)
 

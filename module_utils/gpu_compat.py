@@ -19,557 +19,62 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-# ---------------------------------------------------------------------------
-# Sources (referenced by the rows below)
-# ---------------------------------------------------------------------------
-
-SRC_CTK_TABLE3 = (
-    "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding "
-    "Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
-)
-SRC_CTK_TABLE2 = (
-    "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; "
-    "docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; "
-    "arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)"
-)
-SRC_DC_BRANCHES = (
-    "docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
-)
-SRC_LLVM_KEPLER = (
-    "llvm/llvm-project commit 0f49116e ('sm_30 and sm_32 were removed in cuda-11.0, sm_35 "
-    "and sm_37 were removed in cuda-12.0'); CMake MR !8031"
-)
-SRC_CTK13_DROP = (
-    "CUDA 13.2.2 release notes s2.6.2 (Maxwell/Pascal/Volta offline compilation removed in "
-    "CUDA 13.0); pytorch/pytorch#157517; NVIDIA/cuDecomp PR #97"
-)
-SRC_TURING = (
-    "CUDA 13.0 features archive ('supports all architectures from Turing through Grace "
-    "Blackwell'); llvm D77670 (SM_75 -> CUDA 10.0)"
-)
-SRC_AMPERE = "forums.developer.nvidia.com/t/.../276955; llvm D77670"
-SRC_ORIN = "CMake MR !8031"
-SRC_ADA_HOPPER = "forums.developer.nvidia.com/t/.../276955; CMake MR !8031; gromacs MR 3180"
-SRC_BLACKWELL = (
-    "NVIDIA Blackwell compatibility guide ('Building Applications Using CUDA Toolkit 12.8'); "
-    "pytorch PR #141724; PyTorch cu128 arch list (10.0, 12.0)"
-)
-SRC_THOR = "CUDA 13.0 features archive ('SM101 has been renumbered as SM110'); cuRANDDx 0.2.1"
-SRC_SM103 = (
-    "CUDA 12.9 features archive ('adds compiler target support for ... sm_103 ... and sm_121')"
-)
-SRC_BINARY_COMPAT = (
-    "CUDA C++ Programming Guide, 'Binary Compatibility' (a cubin for X.y runs on X.z, z >= y) "
-    "and 'Application Compatibility' (PTX is JIT-compiled for any newer compute capability)"
-)
-SRC_CUDA_GPUS = (
-    "developer.nvidia.com/cuda-gpus and developer.nvidia.com/cuda-legacy-gpus "
-    "(K80/A30/T4 via the older table mirrored at cnblogs.com/nightnine/p/16591404.html)"
-)
-SRC_TORCH_PREV = (
-    "pytorch.org/get-started/previous-versions; pytorch/pytorch.github.io "
-    "_get_started/previous-versions.md @e3f009bb (<= 2.3.1); pytorch/vision README "
-    "compatibility table; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix'"
-)
-SRC_TORCH_NEW = (
-    "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not "
-    "independently confirmed); data.pyg.org/whl/nightly (CUDA tags)"
-)
-SRC_ARCH_BUILDER = (
-    "pytorch/builder manywheel/build_cuda.sh (release/1.12 @049415d4 .. release/2.5 @aec5fb5d)"
-)
-SRC_ARCH_28 = (
-    "pytorch/pytorch .ci/manywheel/build_cuda.sh @00c7a380 (2.8-era); pytorch/pytorch#157517"
-)
-SRC_ARCH_MATRIX = "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)"
-SRC_H200_CAPTURE = (
-    "Kindling H200 capture 2026-11-29 (tests/fixtures/captures/h200/torch-facts.json, "
-    "torch-collect-env.txt)"
-)
-SRC_TORCH_CUDNN = "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' cuDNN column (copy)"
-SRC_CUDNN_IMAGES = (
-    "NVIDIA CUDA image Dockerfiles, gitlab.com/nvidia/container-images/cuda "
-    "dist/<ver>/<distro>/{runtime,devel}/cudnn*/Dockerfile (NV_CUDNN_VERSION, NV_CUDNN_PACKAGE)"
-)
-SRC_CUDNN9_NAMES = (
-    "NVIDIA CUDA image Dockerfiles (libcudnn9-cuda-12 / libcudnn9-dev-cuda-12); "
-    "pytorch/xla PR #6835"
-)
-SRC_CUDNN_MATRIX = (
-    "cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/archives/cudnn-822 (8.2: CUDA "
-    "10.2, 11.0-11.4), cudnn-896 (8.9: CUDA 11.0-11.8, 12.0-12.2), backend/v9.0.0 and "
-    "latest (9.x: CUDA 11.x, 12.x); CUDA 13 with cuDNN 9.19 from the H200 capture"
-)
-SRC_CONDA = "pytorch/pytorch#138506 ('Deprecating PyTorch's official Anaconda channel')"
+from ansible.module_utils.vendor_catalogue import CATALOGUE
 
 # ---------------------------------------------------------------------------
-# a) CUDA toolkit -> minimum Linux x86_64 driver
+# The tables, as read from the vendor catalogue (data/vendor_catalogue.yml, generated
+# into module_utils/vendor_catalogue.py). Each row's ``source`` is its citation.
 # ---------------------------------------------------------------------------
-
-
-def _ctk(cuda: str, release: str, linux: str, windows: Optional[str]) -> Dict[str, Any]:
-    return {
-        "cuda": cuda,
-        "release": release,
-        "linux_min_driver": linux,
-        "windows_min_driver": windows,
-        "source": SRC_CTK_TABLE3,
-    }
-
 
 #: One row per toolkit release (full X.Y.Z). ``release`` is NVIDIA's label.
 #: The GA row of a minor version is the minimum for that ``X.Y``. There is no 12.7.
-CUDA_DRIVER_TABLE: List[Dict[str, Any]] = [
-    _ctk("13.2.2", "Update 2", "595.71.05", None),
-    _ctk("13.2.1", "Update 1", "595.58.03", None),
-    _ctk("13.2.0", "GA", "595.45.04", None),
-    _ctk("13.1.1", "Update 1", "590.48.01", None),
-    _ctk("13.1.0", "GA", "590.44.01", None),
-    _ctk("13.0.2", "Update 2", "580.95.05", None),
-    _ctk("13.0.1", "Update 1", "580.82.07", None),
-    _ctk("13.0.0", "GA", "580.65.06", None),
-    _ctk("12.9.1", "Update 1", "575.57.08", "576.57"),
-    _ctk("12.9.0", "GA", "575.51.03", "576.02"),
-    _ctk("12.8.1", "Update 1", "570.124.06", "572.61"),
-    # The 12.8.0 runfile bundles 570.86.10; Table 3 states 570.26, which is the minimum.
-    _ctk("12.8.0", "GA", "570.26", "570.65"),
-    _ctk("12.6.3", "Update 3", "560.35.05", "561.17"),
-    _ctk("12.6.2", "Update 2", "560.35.03", "560.94"),
-    _ctk("12.6.1", "Update 1", "560.35.03", "560.94"),
-    _ctk("12.6.0", "GA", "560.28.03", "560.76"),
-    _ctk("12.5.1", "Update 1", "555.42.06", "555.85"),
-    _ctk("12.5.0", "GA", "555.42.02", "555.85"),
-    _ctk("12.4.1", "Update 1", "550.54.15", "551.78"),
-    _ctk("12.4.0", "GA", "550.54.14", "551.61"),
-    _ctk("12.3.1", "Update 1", "545.23.08", "546.12"),
-    _ctk("12.3.0", "GA", "545.23.06", "545.84"),
-    _ctk("12.2.2", "Update 2", "535.104.05", "537.13"),
-    _ctk("12.2.1", "Update 1", "535.86.09", "536.67"),
-    _ctk("12.2.0", "GA", "535.54.03", "536.25"),
-    _ctk("12.1.1", "Update 1", "530.30.02", "531.14"),
-    _ctk("12.1.0", "GA", "530.30.02", "531.14"),
-    _ctk("12.0.1", "Update 1", "525.85.12", "528.33"),
-    _ctk("12.0.0", "GA", "525.60.13", "527.41"),
-    _ctk("11.8.0", "GA", "520.61.05", "520.06"),
-    _ctk("11.7.1", "Update 1", "515.48.07", "516.31"),
-    _ctk("11.7.0", "GA", "515.43.04", "516.01"),
-    _ctk("11.6.2", "Update 2", "510.47.03", "511.65"),
-    _ctk("11.6.1", "Update 1", "510.47.03", "511.65"),
-    _ctk("11.6.0", "GA", "510.39.01", "511.23"),
-    _ctk("11.5.2", "Update 2", "495.29.05", "496.13"),
-    _ctk("11.5.1", "Update 1", "495.29.05", "496.13"),
-    _ctk("11.5.0", "GA", "495.29.05", "496.04"),
-    _ctk("11.4.4", "Update 4", "470.82.01", "472.50"),
-    _ctk("11.4.3", "Update 3", "470.82.01", "472.50"),
-    _ctk("11.4.2", "Update 2", "470.57.02", "471.41"),
-    _ctk("11.4.1", "Update 1", "470.57.02", "471.41"),
-    _ctk("11.4.0", "GA", "470.42.01", "471.11"),
-    _ctk("11.3.1", "Update 1", "465.19.01", "465.89"),
-    _ctk("11.3.0", "GA", "465.19.01", "465.89"),
-    _ctk("11.2.2", "Update 2", "460.32.03", "461.33"),
-    _ctk("11.2.1", "Update 1", "460.32.03", "461.09"),
-    _ctk("11.2.0", "GA", "460.27.03", "460.82"),
-    _ctk("11.1.1", "Update 1", "455.32", "456.81"),
-    _ctk("11.1.0", "GA", "455.23", "456.38"),
-    _ctk("11.0.3", "Update 1", "450.51.06", "451.82"),
-    _ctk("11.0.2", "GA", "450.51.05", "451.48"),
-    _ctk("11.0.1", "RC", "450.36.06", "451.22"),
-]
+CUDA_DRIVER_TABLE: List[Dict[str, Any]] = CATALOGUE["cuda_toolkits"]
 
 #: CUDA minor-version compatibility: within a toolkit family, an application built
 #: with any 1x.y runs (without PTX JIT and some newer features) on a driver at or
 #: above the family floor, even if that driver is older than the toolkit's own.
 CUDA_MINOR_VERSION_COMPAT: Dict[int, Dict[str, Any]] = {
-    11: {"min_driver": "450.80.02", "max_driver_exclusive": "525", "source": SRC_CTK_TABLE2},
-    12: {"min_driver": "525.60.13", "max_driver_exclusive": "580", "source": SRC_CTK_TABLE2},
-    13: {"min_driver": "580", "max_driver_exclusive": None, "source": SRC_CTK_TABLE2},
+    int(major): row for major, row in CATALOGUE["cuda_minor_version_compat"].items()
 }
 
-#: Data-center driver branches that are still supported (all others are EOL).
+#: Data-center driver branches with a known kind (LTSB, PB, NFB) and end of life.
 DRIVER_BRANCHES: List[Dict[str, Any]] = [
-    {"branch": "580", "kind": "LTSB", "eol": "2028-08", "cuda": "13.x", "source": SRC_DC_BRANCHES},
-    {"branch": "570", "kind": "PB", "eol": "2026-02", "cuda": "12.x", "source": SRC_DC_BRANCHES},
-    {"branch": "535", "kind": "LTSB", "eol": "2026-06", "cuda": "12.x", "source": SRC_DC_BRANCHES},
+    row for row in CATALOGUE["driver_lifecycle"] if row["kind"] is not None
 ]
-
-# ---------------------------------------------------------------------------
-# b) Compute capability -> first / last CUDA that can target it
-# ---------------------------------------------------------------------------
-
-
-def _cc(
-    cc: str, arch: str, first: Optional[str], last: Optional[str], source: str, note: str = ""
-) -> Dict[str, Any]:
-    row = {"cc": cc, "arch": arch, "first_cuda": first, "last_cuda": last, "source": source}
-    if note:
-        row["note"] = note
-    return row
-
 
 #: ``first_cuda`` None: older than every toolkit in CUDA_DRIVER_TABLE (all of 11.0+
 #: can target it, up to ``last_cuda``). ``last_cuda`` None: current toolkits still do.
-COMPUTE_CAPABILITIES: List[Dict[str, Any]] = [
-    _cc("3.0", "Kepler", None, "10.2", SRC_LLVM_KEPLER),
-    _cc("3.2", "Kepler", None, "10.2", SRC_LLVM_KEPLER),
-    _cc("3.5", "Kepler", None, "11.8", SRC_LLVM_KEPLER),
-    _cc("3.7", "Kepler", None, "11.8", SRC_LLVM_KEPLER),
-    _cc("5.0", "Maxwell", None, "12.9", SRC_CTK13_DROP),
-    _cc("5.2", "Maxwell", None, "12.9", SRC_CTK13_DROP),
-    _cc("5.3", "Maxwell", None, "12.9", SRC_CTK13_DROP),
-    _cc("6.0", "Pascal", None, "12.9", SRC_CTK13_DROP),
-    _cc("6.1", "Pascal", None, "12.9", SRC_CTK13_DROP),
-    _cc("6.2", "Pascal", None, "12.9", SRC_CTK13_DROP),
-    _cc("7.0", "Volta", None, "12.9", SRC_CTK13_DROP),
-    _cc("7.2", "Volta", None, "12.9", SRC_CTK13_DROP),
-    _cc("7.5", "Turing", "10.0", None, SRC_TURING),
-    _cc("8.0", "Ampere", "11.0", None, SRC_AMPERE),
-    _cc("8.6", "Ampere", "11.1", None, SRC_AMPERE),
-    _cc("8.7", "Ampere", "11.4", None, SRC_ORIN),
-    _cc("8.9", "Ada", "11.8", None, SRC_ADA_HOPPER),
-    _cc("9.0", "Hopper", "11.8", None, SRC_ADA_HOPPER),
-    _cc("10.0", "Blackwell", "12.8", None, SRC_BLACKWELL),
-    _cc("10.1", "Blackwell", "12.8", "12.9", SRC_THOR, "renumbered 11.0 (sm_110) in CUDA 13.0"),
-    _cc("10.3", "Blackwell", "12.9", None, SRC_SM103),
-    _cc("11.0", "Blackwell", "13.0", None, SRC_THOR, "formerly 10.1 (sm_101)"),
-    _cc("12.0", "Blackwell", "12.8", None, SRC_BLACKWELL),
-    _cc("12.1", "Blackwell", "12.9", None, SRC_SM103),
-]
+COMPUTE_CAPABILITIES: List[Dict[str, Any]] = CATALOGUE["compute_capabilities"]
 
 #: GPU product-name token -> compute capability. Tokens are matched against the
 #: name nvidia-smi prints (e.g. "NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-16GB"),
 #: case-insensitively, longest token first; see compute_capability_for().
 GPU_PRODUCTS: List[Dict[str, str]] = [
-    {"token": token, "cc": cc, "source": SRC_CUDA_GPUS}
-    for token, cc in (
-        ("K80", "3.7"),
-        ("P100", "6.0"),
-        ("V100", "7.0"),
-        ("T4", "7.5"),
-        ("A100", "8.0"),
-        ("A30", "8.0"),
-        ("A10", "8.6"),
-        ("A10G", "8.6"),
-        ("A40", "8.6"),
-        ("RTX 3090", "8.6"),
-        ("L4", "8.9"),
-        ("L40", "8.9"),
-        ("L40S", "8.9"),
-        ("RTX 4090", "8.9"),
-        ("H100", "9.0"),
-        ("H200", "9.0"),
-        ("GH200", "9.0"),
-        ("B200", "10.0"),
-        ("GB200", "10.0"),
-        ("B300", "10.3"),
-        ("GB300", "10.3"),
-        ("RTX 5090", "12.0"),
-        ("RTX PRO 6000 Blackwell", "12.0"),
-        ("GB10", "12.1"),
-    )
+    dict(row, source=CATALOGUE["gpu_products"]["source"])
+    for row in CATALOGUE["gpu_products"]["rows"]
 ]
 
 _ARCH_BY_MAJOR = {3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blackwell"}
 _ARCH_BY_MAJOR.update({11: "Blackwell", 12: "Blackwell"})
 
-# ---------------------------------------------------------------------------
-# c) PyTorch releases -> wheels
-# ---------------------------------------------------------------------------
-
-_AL_KEPLER_AMPERE = "3.7;5.0;6.0;7.0;7.5;8.0;8.6"
-_AL_CU118 = "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0"
-_AL_CU12 = "5.0;6.0;7.0;7.5;8.0;8.6;9.0"
-_AL_CU128 = "7.0;7.5;8.0;8.6;9.0;10.0;12.0"
-_AL_CU129 = "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX"
-_AL_CU13 = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
-
-
-def _w(
-    cuda: str,
-    arch: Optional[str],
-    arch_src: Optional[str],
-    cudnn: Optional[str],
-    experimental: bool = False,
-) -> Dict[str, Any]:
-    """One wheel variant: bundled CUDA, official TORCH_CUDA_ARCH_LIST, bundled cuDNN."""
-    return {
-        "cuda": cuda,
-        "arch_list": arch,  # TORCH_CUDA_ARCH_LIST syntax; None = not confirmed by a source
-        "arch_list_source": arch_src,
-        "cudnn": cudnn,  # None = not stated by a source
-        "experimental": experimental,  # never suggested by best_variant/suggest_torch_for_cc
-    }
-
-
 #: One row per torch minor series. ``releases`` maps each torch patch release to
 #: its matching torchvision. Python range is inclusive; ``python_experimental``
-#: lists versions with experimental wheels (accepted by check_stack).
-TORCH_RELEASES: List[Dict[str, Any]] = [
-    {
-        "series": "1.12",
-        "releases": {"1.12.0": "0.13.0", "1.12.1": "0.13.1"},
-        "python_min": "3.7",
-        "python_max": "3.10",
-        "python_experimental": [],
-        "variants": {
-            "cu102": _w("10.2", "3.7;5.0;6.0;7.0", SRC_ARCH_BUILDER, "8.3.2.44"),
-            "cu113": _w("11.3", _AL_KEPLER_AMPERE, SRC_ARCH_BUILDER, "8.3.2.44"),
-            "cu116": _w("11.6", _AL_KEPLER_AMPERE, SRC_ARCH_BUILDER, "8.3.2.44"),
-        },
-        "conda": "pytorch channel (cudatoolkit 10.2/11.3/11.6; 11.6 needs -c conda-forge)",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "1.13",
-        "releases": {"1.13.0": "0.14.0", "1.13.1": "0.14.1"},
-        "python_min": "3.7",
-        "python_max": "3.10",
-        "python_experimental": [],
-        "variants": {
-            "cu116": _w("11.6", _AL_KEPLER_AMPERE, SRC_ARCH_BUILDER, "8.3.2.44"),
-            "cu117": _w("11.7", _AL_KEPLER_AMPERE, SRC_ARCH_BUILDER, "8.3.2.44"),
-        },
-        "conda": "pytorch channel (pytorch-cuda=11.6/11.7 -c pytorch -c nvidia)",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.0",
-        "releases": {"2.0.0": "0.15.1", "2.0.1": "0.15.2"},
-        "python_min": "3.8",
-        "python_max": "3.11",
-        "python_experimental": [],
-        "variants": {
-            "cu117": _w("11.7", _AL_KEPLER_AMPERE, SRC_ARCH_BUILDER, "8.5.0.96"),
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "8.7.0.84"),
-        },
-        "conda": "pytorch channel",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.1",
-        "releases": {"2.1.0": "0.16.0", "2.1.1": "0.16.1", "2.1.2": "0.16.2"},
-        "python_min": "3.8",
-        "python_max": "3.11",
-        "python_experimental": [],
-        "variants": {
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "8.7.0.84"),
-            "cu121": _w("12.1", _AL_CU12, SRC_ARCH_BUILDER, "8.9.2.26"),
-        },
-        "conda": "pytorch channel",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.2",
-        "releases": {"2.2.0": "0.17.0", "2.2.1": "0.17.1", "2.2.2": "0.17.2"},
-        "python_min": "3.8",
-        "python_max": "3.11",
-        "python_experimental": ["3.12"],
-        "variants": {
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "8.7.0.84"),
-            "cu121": _w("12.1", _AL_CU12, SRC_ARCH_BUILDER, "8.9.2.26"),
-        },
-        "conda": "pytorch channel",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.3",
-        "releases": {"2.3.0": "0.18.0", "2.3.1": "0.18.1"},
-        "python_min": "3.8",
-        "python_max": "3.11",
-        "python_experimental": ["3.12"],
-        "variants": {
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "8.7.0.84"),
-            "cu121": _w("12.1", _AL_CU12, SRC_ARCH_BUILDER, "8.9.2.26"),
-        },
-        "conda": "pytorch channel",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.4",
-        "releases": {"2.4.0": "0.19.0", "2.4.1": "0.19.1"},
-        "python_min": "3.8",
-        "python_max": "3.12",
-        "python_experimental": [],
-        "variants": {
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "9.1.0.70"),
-            "cu121": _w("12.1", _AL_CU12, SRC_ARCH_BUILDER, "9.1.0.70"),
-            "cu124": _w("12.4", _AL_CU12, SRC_ARCH_BUILDER, "9.1.0.70"),
-        },
-        "conda": "pytorch channel",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.5",
-        "releases": {"2.5.0": "0.20.0", "2.5.1": "0.20.1"},
-        "python_min": "3.9",
-        "python_max": "3.12",
-        "python_experimental": ["3.13"],
-        "variants": {
-            "cu118": _w("11.8", _AL_CU118, SRC_ARCH_BUILDER, "9.1.0.70"),
-            "cu121": _w("12.1", _AL_CU12, SRC_ARCH_BUILDER, "9.1.0.70"),
-            "cu124": _w("12.4", _AL_CU12, SRC_ARCH_BUILDER, "9.1.0.70"),
-        },
-        "conda": "pytorch channel (the last release published there: " + SRC_CONDA + ")",
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.6",
-        "releases": {"2.6.0": "0.21.0"},
-        "python_min": "3.9",
-        "python_max": "3.13",
-        "python_experimental": [],
-        "variants": {
-            # Arch lists for 2.6 were not read from a release-branch build script.
-            "cu118": _w("11.8", None, None, "9.1.0.70"),
-            "cu124": _w("12.4", None, None, "9.1.0.70"),
-            "cu126": _w("12.6", None, None, "9.1.0.70"),
-        },
-        "conda": None,
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.7",
-        "releases": {"2.7.0": "0.22.0", "2.7.1": "0.22.1"},
-        "python_min": "3.9",
-        "python_max": "3.13",
-        "python_experimental": [],
-        "variants": {
-            # cu128 list is only partly confirmed (#157517 text) -> not used for decisions.
-            "cu118": _w("11.8", None, None, None),
-            "cu126": _w("12.6", None, None, "9.5.1.17"),
-            "cu128": _w("12.8", None, None, "9.7.1.26"),
-        },
-        "conda": None,
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.8",
-        "releases": {"2.8.0": "0.23.0"},
-        "python_min": "3.9",
-        "python_max": "3.13",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", _AL_CU12, SRC_ARCH_28, "9.10.2.21"),
-            "cu128": _w("12.8", _AL_CU128, SRC_ARCH_28, "9.10.2.21"),
-            "cu129": _w("12.9", _AL_CU129, SRC_ARCH_28, "9.10.2.21"),
-        },
-        "conda": None,
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.9",
-        "releases": {"2.9.0": "0.24.0", "2.9.1": "0.24.1"},
-        "python_min": "3.10",
-        "python_max": "3.14",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", _AL_CU12, SRC_ARCH_28, "9.10.2.21"),
-            "cu128": _w("12.8", _AL_CU128, SRC_ARCH_28, "9.10.2.21"),
-            "cu129": _w("12.9", None, None, None),  # on the index; list not confirmed
-            "cu130": _w("13.0", _AL_CU13, SRC_ARCH_MATRIX, None),
-        },
-        "conda": None,
-        "source": SRC_TORCH_PREV + "; cuDNN: " + SRC_TORCH_CUDNN,
-    },
-    {
-        "series": "2.10",
-        "releases": {"2.10.0": "0.25.0"},
-        "python_min": "3.10",
-        "python_max": "3.14",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", None, None, None),
-            "cu128": _w("12.8", None, None, None),
-            "cu130": _w("13.0", None, None, None, experimental=True),
-        },
-        "conda": None,
-        "source": SRC_TORCH_NEW,
-    },
-    {
-        "series": "2.11",
-        "releases": {"2.11.0": "0.26.0"},
-        "python_min": "3.10",
-        "python_max": "3.14",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", None, None, None),
-            "cu128": _w("12.8", None, None, None),
-            # Seen on the H200: get_arch_list() sm_75..sm_120 (no PTX), cuDNN 9.19.0.56.
-            "cu130": _w("13.0", "7.5;8.0;8.6;9.0;10.0;12.0", SRC_H200_CAPTURE, "9.19.0.56"),
-        },
-        "conda": None,
-        "source": SRC_TORCH_NEW + "; torchvision 0.26.0 and cu130 data: " + SRC_H200_CAPTURE,
-    },
-    {
-        "series": "2.12",
-        "releases": {"2.12.0": "0.27.0"},
-        "python_min": "3.10",
-        "python_max": "3.14",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", _AL_CU12, SRC_ARCH_MATRIX, None),
-            "cu130": _w("13.0", _AL_CU13, SRC_ARCH_MATRIX, None),
-            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None, experimental=True),
-        },
-        "conda": None,
-        "source": SRC_TORCH_NEW,
-    },
-    {
-        "series": "2.13",
-        "releases": {"2.13.0": "0.28.0"},
-        "python_min": "3.10",
-        "python_max": "3.14",
-        "python_experimental": [],
-        "variants": {
-            "cu126": _w("12.6", _AL_CU12, SRC_ARCH_MATRIX, None),
-            "cu130": _w("13.0", _AL_CU13, SRC_ARCH_MATRIX, None),
-            "cu132": _w("13.2", _AL_CU13, SRC_ARCH_MATRIX, None, experimental=True),
-        },
-        "conda": None,
-        "source": SRC_TORCH_NEW,
-    },
-]
-
-# ---------------------------------------------------------------------------
-# d) cuDNN: which CUDA majors each cuDNN major serves, known builds, apt naming
-# ---------------------------------------------------------------------------
+#: lists versions with experimental wheels (accepted by check_stack). Each variant:
+#: bundled CUDA, official TORCH_CUDA_ARCH_LIST (None = not confirmed by a source),
+#: bundled cuDNN, and ``experimental`` (never suggested by best_variant).
+TORCH_RELEASES: List[Dict[str, Any]] = CATALOGUE["torch_releases"]
 
 #: cuDNN major -> CUDA versions it has builds for (inclusive range).
 CUDNN_CUDA_SUPPORT: Dict[int, Dict[str, Any]] = {
-    8: {"cuda_min": "10.2", "cuda_max_major": 12, "source": SRC_CUDNN_MATRIX},
-    9: {"cuda_min": "11.0", "cuda_max_major": 13, "source": SRC_CUDNN_MATRIX},
+    int(major): row for major, row in CATALOGUE["cudnn_cuda_support"].items()
 }
 
 #: Known cuDNN builds and the CUDA they were packaged for (apt: ``+cuda<X.Y>`` for v8).
-CUDNN_BUILDS: List[Dict[str, str]] = [
-    {"cudnn": "8.4.0.27", "cuda": "11.6", "source": SRC_CUDNN_IMAGES + " (11.6.x)"},
-    {"cudnn": "8.6.0.163", "cuda": "11.8", "source": SRC_CUDNN_IMAGES},
-    {"cudnn": "8.9.2.26", "cuda": "11.8", "source": SRC_CUDNN_IMAGES},
-    {"cudnn": "9.0.0.312", "cuda": "12.3", "source": SRC_CUDNN_IMAGES + " (12.3.2)"},
-    {"cudnn": "9.5.1.17", "cuda": "12.6", "source": SRC_CUDNN_IMAGES + " (12.6.3)"},
-    {"cudnn": "9.7.0.66", "cuda": "12.8", "source": SRC_CUDNN_IMAGES + " (12.8.0)"},
-    {"cudnn": "9.8.0.87", "cuda": "12.8", "source": SRC_CUDNN_IMAGES + " (12.8.1)"},
-    {"cudnn": "9.9.0.52", "cuda": "12.9", "source": SRC_CUDNN_IMAGES + " (12.9.0)"},
-    {
-        "cudnn": "9.19.0.56",
-        "cuda": "13.0",
-        "source": SRC_H200_CAPTURE + " (pip nvidia-cudnn-cu13; apt build [unverified])",
-    },
-]
+CUDNN_BUILDS: List[Dict[str, str]] = CATALOGUE["cudnn_builds"]
 
+#: apt names of cuDNN's packages per cuDNN major.
 CUDNN_APT_NAMING: Dict[int, Dict[str, str]] = {
-    8: {
-        "runtime": "libcudnn8",
-        "dev": "libcudnn8-dev",
-        "version": "{full}-1+cuda{cuda_mm}",
-        "source": SRC_CUDNN_IMAGES + " ('libcudnn8=8.4.0.27-1+cuda11.6', apt-mark hold)",
-    },
-    9: {
-        "runtime": "libcudnn9-cuda-{cuda_major}",
-        "dev": "libcudnn9-dev-cuda-{cuda_major}",
-        "meta": "cudnn9-cuda-{cuda_major}",
-        "version": "{full}-1",
-        "source": SRC_CUDNN9_NAMES,
-    },
+    int(major): row for major, row in CATALOGUE["cudnn_apt_naming"].items()
 }
 
 # ---------------------------------------------------------------------------
@@ -671,7 +176,7 @@ def cuda_row(cuda: Any) -> Optional[Dict[str, Any]]:
 
 
 def min_driver_for_cuda(cuda: Any) -> Optional[str]:
-    """Minimum Linux x86_64 driver for a CUDA toolkit ("11.6" -> "510.39.01"), or None."""
+    """Minimum Linux x86_64 driver for a CUDA toolkit (the GA row's for "X.Y"), or None."""
     row = cuda_row(cuda)
     return row["linux_min_driver"] if row else None
 
@@ -1036,7 +541,7 @@ def suggest_cudnn_for_cuda(cuda: Any) -> Optional[str]:
 def cudnn_packages(cudnn_version: Any, cuda_version: Any) -> Dict[str, Any]:
     """apt package names and version pattern of cuDNN ``cudnn_version`` for ``cuda_version``.
 
-    ``cudnn_packages("8.4.0", "11.6")`` gives ``libcudnn8=8.4.0.27-1+cuda11.6`` (and -dev);
+    ``cudnn_packages("8.4.0", "11.6")`` gives libcudnn8 at 8.4.0.27-1+cuda11.6 (and -dev);
     cuDNN 9 uses CUDA-major-suffixed names (``libcudnn9-cuda-12=<ver>-1``). When the
     4-part build number is unknown the version is a glob ("8.4.1.*-1+cuda11.6").
     Raises ValueError when the cuDNN major has no builds for that CUDA.
@@ -1083,6 +588,20 @@ def cudnn_packages(cudnn_version: Any, cuda_version: Any) -> Dict[str, Any]:
         "source": naming["source"] + ((" ; build: " + build["source"]) if build else ""),
     }
     return result
+
+
+class Advisor:
+    """Where check_stack's fixes come from: which driver branch, which CUDA to suggest.
+
+    This plain one suggests the branch of the minimum driver and the first CUDA that
+    works. stack_plan.RepositoryAdvisor suggests only what a repository serves.
+    """
+
+    def branch_for(self, min_driver: Any) -> str:
+        return driver_branch(min_driver)
+
+    def cuda_from(self, first: Any) -> str:
+        return str(first)
 
 
 # ---------------------------------------------------------------------------
@@ -1238,7 +757,7 @@ def suggest_torch_for_cc(
     return preferred[0][:3] if preferred else None
 
 
-def _check_driver_and_cuda(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
+def _check_driver_and_cuda(p: Dict[str, Optional[str]], adv: Advisor) -> List[Dict[str, Any]]:
     problems: List[Dict[str, Any]] = []
     driver = p["driver_version"] or p["driver_branch"]
     cuda = p["cuda_version"]
@@ -1270,7 +789,7 @@ def _check_driver_and_cuda(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
     elif cuda and driver and not driver_supports_cuda(driver, cuda):
         need = str(min_driver_for_cuda(cuda))
         fallback = cuda_for_driver(driver)
-        fix = [_fix("driver_branch", driver_branch(need))]
+        fix = [_fix("driver_branch", adv.branch_for(need))]
         if p["driver_version"]:
             fix.append(_fix("driver_version", need))
         floor = minor_version_compat_floor(cuda)
@@ -1285,7 +804,7 @@ def _check_driver_and_cuda(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
             _problem(
                 "driver-too-old-for-cuda",
                 f"Driver {driver} is too old for CUDA {cuda}, which needs Linux driver >= "
-                f"{need}{compat}; raise nvidia_driver_branch to {driver_branch(need)} or "
+                f"{need}{compat}; raise nvidia_driver_branch to {adv.branch_for(need)} or "
                 f"newer{alternative}.",
                 fix,
             )
@@ -1293,7 +812,9 @@ def _check_driver_and_cuda(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
     return problems
 
 
-def _check_gpus(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _check_gpus(
+    p: Dict[str, Optional[str]], groups: List[Dict[str, Any]], adv: Advisor
+) -> List[Dict[str, Any]]:
     problems: List[Dict[str, Any]] = []
     driver = p["driver_version"] or p["driver_branch"]
     cuda = p["cuda_version"] if min_driver_for_cuda(p["cuda_version"] or "") else None
@@ -1323,14 +844,15 @@ def _check_gpus(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> Li
             continue
         arch, sm, first, last = row["arch"], sm_name(cc), row["first_cuda"], row["last_cuda"]
         if cuda and first and version_cmp(_mm(cuda), first) < 0:
-            fix = [_fix("cuda_version", first)]
-            if driver and not driver_supports_cuda(driver, first):
-                fix.append(_fix("driver_branch", driver_branch(str(min_driver_for_cuda(first)))))
+            want = adv.cuda_from(first)
+            fix = [_fix("cuda_version", want)]
+            if driver and not driver_supports_cuda(driver, want):
+                fix.append(_fix("driver_branch", adv.branch_for(str(min_driver_for_cuda(want)))))
             problems.append(
                 _problem(
                     "cuda-too-old-for-gpu",
                     f"CUDA {cuda} cannot target {label}: compute capability {cc} ({arch}, {sm}) "
-                    f"needs CUDA >= {first}; set cuda_version to {first} or newer.",
+                    f"needs CUDA >= {first}; set cuda_version to {want} or newer.",
                     fix,
                 )
             )
@@ -1350,8 +872,8 @@ def _check_gpus(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> Li
                     "driver-too-old-for-gpu",
                     f"Driver {driver} is too old for {label}: compute capability {cc} ({arch}) "
                     f"first runs with CUDA {first}, which needs driver >= {need}; raise "
-                    f"nvidia_driver_branch to {driver_branch(need)} or newer.",
-                    [_fix("driver_branch", driver_branch(need))],
+                    f"nvidia_driver_branch to {adv.branch_for(need)} or newer.",
+                    [_fix("driver_branch", adv.branch_for(need))],
                 )
             )
     return problems
@@ -1389,7 +911,9 @@ def _check_cudnn(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
     return []
 
 
-def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _check_torch(
+    p: Dict[str, Optional[str]], groups: List[Dict[str, Any]], adv: Advisor
+) -> List[Dict[str, Any]]:
     torch = p["torch_version"]
     if not torch:
         return []
@@ -1469,8 +993,8 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
                 "driver-too-old-for-torch-wheel",
                 f"The torch {torch} {variant} wheel bundles CUDA {wheel['cuda']}, which needs "
                 f"driver >= {need}, but the driver is {driver}; raise nvidia_driver_branch to "
-                f"{driver_branch(need)} or newer{alternative}.",
-                [_fix("driver_branch", driver_branch(need))],
+                f"{adv.branch_for(need)} or newer{alternative}.",
+                [_fix("driver_branch", adv.branch_for(need))],
             )
         )
 
@@ -1516,7 +1040,7 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
         if pick:
             fix = [_fix("torch_version", pick[0]), _fix("torch_cuda_variant", pick[1])]
             if driver and not driver_supports_cuda(driver, pick[2]):
-                fix.append(_fix("driver_branch", driver_branch(str(min_driver_for_cuda(pick[2])))))
+                fix.append(_fix("driver_branch", adv.branch_for(str(min_driver_for_cuda(pick[2])))))
             advice = (
                 f"set conda_pytorch_version to {pick[0]} with conda_pytorch_cuda_variant {pick[1]}"
             )
@@ -1533,7 +1057,9 @@ def _check_torch(p: Dict[str, Optional[str]], groups: List[Dict[str, Any]]) -> L
 
 
 def check_stack(
-    plan: Optional[Dict[str, Any]], gpus: Optional[List[Any]] = None
+    plan: Optional[Dict[str, Any]],
+    gpus: Optional[List[Any]] = None,
+    advisor: Optional[Advisor] = None,
 ) -> List[Dict[str, Any]]:
     """Every incompatibility in a planned GPU stack, each with a reason and a fix.
 
@@ -1546,7 +1072,10 @@ def check_stack(
     sentence with the numbers; ``fix`` lists role variables with suggested values
     (``nvidia_driver_branch: "510"``), meant to be applied together. An empty list
     means no known incompatibility. Unknown GPUs are reported, never raised.
+    ``advisor`` picks the branches and CUDA versions the fixes suggest (default: the
+    minimum's branch; stack_plan.RepositoryAdvisor: only what a repository serves).
     """
+    adv = advisor or Advisor()
     p: Dict[str, Optional[str]] = {k: _clean((plan or {}).get(k)) for k in PLAN_KEYS}
     problems: List[Dict[str, Any]] = []
     for key in PLAN_KEYS:
@@ -1562,8 +1091,8 @@ def check_stack(
         )
         p[key] = None
     groups = _resolve_gpus(gpus)
-    problems.extend(_check_driver_and_cuda(p))
-    problems.extend(_check_gpus(p, groups))
+    problems.extend(_check_driver_and_cuda(p, adv))
+    problems.extend(_check_gpus(p, groups, adv))
     problems.extend(_check_cudnn(p))
-    problems.extend(_check_torch(p, groups))
+    problems.extend(_check_torch(p, groups, adv))
     return problems

@@ -10,16 +10,18 @@ software except the CPU torch wheel and its PyPI dependencies, which are real an
 
 writes into <out>/srv (the HTTP document root):
 
-    keys/                                        test signing key (+ an unrelated "wrong" key)
-    compute/cuda/repos/debian12/x86_64/          signed flat apt repo shaped like NVIDIA's
-    compute/cudnn/redist/cudnn/linux-x86_64/     cuDNN redistributable tarball stand-in
-    whl/cpu/                                     PEP 503 index: real CPU torch wheel + deps
-    index.html, fixtures.json, checksums.json    what is served, and that it is a fixture
+    keys/                                   test signing key (+ an unrelated "wrong" key)
+    compute/cuda/repos/debian12/x86_64/     signed flat apt repo shaped like NVIDIA's (debian)
+    compute/cuda/repos/ubuntu2204/x86_64/   the same for the ubuntu layout (driver packages only)
+    compute/cudnn/redist/                   redistrib_<ver>.json + cudnn/linux-x86_64/<archive>
+    whl/cpu/                                PEP 503 index: real CPU torch wheel + deps
+    index.html, fixtures.json, checksums.json   what is served, and that it is a fixture
 
-The build is skipped when a stamp of its inputs (this script, standins/, the captures, the torch
-wheel, the keys) matches; --force rebuilds. See docs/FIXTURES.md.
+The build is skipped when a stamp of its inputs (this script, standins/, the captures, the vendor
+catalogue modules, the torch wheel, the keys) matches; --force rebuilds. See docs/FIXTURES.md.
 
-Needs only the Python standard library plus equivs, apt-utils, gnupg and dpkg-dev (Debian 12).
+Needs the project's virtualenv (for ansible.module_utils: the package names come from the vendor
+catalogue through module_utils/stack_plan.py) plus equivs, apt-utils, gnupg and dpkg-dev.
 """
 
 from __future__ import annotations
@@ -51,6 +53,18 @@ HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent
 STANDINS = HERE / "standins"
 CAPTURES = REPO_ROOT / "tests" / "fixtures" / "captures" / "h200"
+MODULE_UTILS = REPO_ROOT / "module_utils"
+# The vendor catalogue and the decisions made from it: package names come from here.
+CATALOGUE_FILES = ("vendor_catalogue.py", "stack_plan.py", "gpu_compat.py")
+
+import ansible.module_utils  # noqa: E402  (the project's module_utils, imported as the tests do)
+
+if str(MODULE_UTILS) not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(MODULE_UTILS))
+from ansible.module_utils import gpu_compat, stack_plan  # noqa: E402
+from ansible.module_utils.vendor_catalogue import CATALOGUE  # noqa: E402
+
+REPOSITORIES = stack_plan.REPOSITORIES
 CAPTURE_FILES = (
     "nvidia-smi-q.xml",
     "nvidia-smi-q.txt",
@@ -76,7 +90,8 @@ PIP_TARGET_ARGS = (
 )
 
 APT_REPO_PATH = "compute/cuda/repos/debian12/x86_64"
-CUDNN_REDIST_PATH = "compute/cudnn/redist/cudnn/linux-x86_64"
+CUDNN_REDIST_ROOT = "compute/cudnn/redist"
+CUDNN_REDIST_PATH = f"{CUDNN_REDIST_ROOT}/cudnn/linux-x86_64"
 WHEEL_INDEX_PATH = "whl/cpu"
 KEYRING_NAME = "kindling-fixture-archive-keyring.gpg"
 WRONG_KEYRING_NAME = "wrong-archive-keyring.gpg"
@@ -88,7 +103,7 @@ FIXTURE_NOTICE = (
 )
 
 # The GPU identity the stand-in nvidia-smi reports. The captures come from an H200, which needs
-# CUDA >= 11.8; the default stack is driver 510 / CUDA 11.6, so the fixture claims an A100.
+# CUDA >= 11.8; the fixture claims an A100 (Ampere, runs every fixture branch and CUDA).
 FIXTURE_GPU = {
     "name": "NVIDIA A100-SXM4-40GB",
     "architecture": "Ampere",
@@ -101,30 +116,71 @@ SMI_XML_COMMENT = (
     "<!-- Kindling test stand-in: real H200 capture with driver/GPU identity substituted -->"
 )
 
-DRIVER_BRANCHES = {
-    "510": {"version": "510.47.03", "cuda": "11.6", "open": False},
-    "535": {"version": "535.183.01", "cuda": "12.2", "open": True},
-    "550": {"version": "550.54.15", "cuda": "12.4", "open": True},
+# The fixture repositories and their driver releases: the one place that says which branches
+# and versions the stand-ins have. Package names and dependency shapes are not spelt here: they
+# come from the vendor catalogue (data/vendor_catalogue.yml) through module_utils/stack_plan.py,
+# for the layout the catalogue gives each repository ("debian" for debian12, "ubuntu" for
+# ubuntu2204). debian12 is what the Molecule hosts use; ubuntu2204 exists so that the unit tests
+# can show the other layout (branch-suffixed names up to 580, NVIDIA's unsuffixed names and
+# pinning packages from 590).
+FIXTURE_REPOS = {
+    "debian12": {
+        "branches": {
+            "550": {"version": "550.54.15", "cuda": "12.4"},
+            "580": {"version": "580.95.05", "cuda": "13.0"},
+        },
+        # A point release NVIDIA published after a host was set up: only in the "later"
+        # snapshot of the repository (LATER_REPO_PREFIX), which the fault tests switch a
+        # converged host to, to prove a held driver does not move under apt-get upgrade or
+        # unattended-upgrade.
+        "later": {"580": "580.105.08"},
+    },
+    "ubuntu2204": {
+        "branches": {
+            "550": {"version": "550.54.15", "cuda": "12.4"},
+            "580": {"version": "580.95.05", "cuda": "13.0"},
+            "590": {"version": "590.48.01", "cuda": "13.1"},
+        },
+        "later": {},
+    },
 }
+PRIMARY_REPO = "debian12"
+LATER_POINT_RELEASES = FIXTURE_REPOS[PRIMARY_REPO]["later"]
+# Debian revision of the driver packages per layout (NVIDIA's: 580.95.05-1 on Debian,
+# 580.95.05-0ubuntu1 on Ubuntu), and of the branch-pinning packages (590-1ubuntu1).
+DRIVER_REVISIONS = {"debian": "1", "ubuntu": "0ubuntu1"}
+PINNING_REVISIONS = {"debian": "1", "ubuntu": "1ubuntu1"}
+# The Debian layout's open-module metapackage. The catalogue names it only as a branch/flavour
+# selection package (driver_selection_packages), not in a driver_packages row; the build
+# checks that it is still there.
+DEBIAN_OPEN_METAPACKAGE = "nvidia-open"
+# Virtual packages of the stand-ins (not NVIDIA names): the ubuntu layout's driver packages
+# (which carry their kernel modules) conflict through DRIVER_VIRTUAL, the debian layout's
+# kernel-module packages through KERNEL_MODULE_VIRTUAL.
 DRIVER_VIRTUAL = "kindling-fixture-nvidia-driver"
+KERNEL_MODULE_VIRTUAL = "kindling-fixture-nvidia-kernel-module"
+# What the stand-in nvidia-persistenced writes and the stand-in nvidia-smi reads.
+PERSISTENCE_STATE_FILE = "/run/nvidia-persistenced/persistence-mode"
 
-# A point release NVIDIA published after a host was set up: only in the "later" snapshot of the
-# repository (LATER_REPO_PREFIX), which the fault tests switch a converged host to, to prove a
-# held driver does not move under apt-get upgrade or unattended-upgrade.
-LATER_POINT_RELEASES = {"535": "535.216.03"}
+
+def repo_path(repo_id: str) -> str:
+    return f"compute/cuda/repos/{repo_id}/x86_64"
+
+
 # A package with no pin and no hold: 1.0 in the repository, 2.0 in the later snapshot. The
 # upgrade tests assert that it DOES move, so they can tell "held" from "nothing to upgrade".
 CANARY_PACKAGE = "kindling-fixture-canary"
-# Copies of the repository under a prefix, as served (see docs/FIXTURES.md):
+# Copies of the debian12 repository under a prefix, as served (see docs/FIXTURES.md):
 #   later/   the same packages plus LATER_POINT_RELEASES and canary 2.0, signed by the test key
 #   rotated/ the same packages, but Release signed by the "wrong" key while the .pub beside the
 #            packages is still the old one: apt reports NO_PUBKEY, as every host did after
 #            NVIDIA's 2022 key rotation
 LATER_REPO_PREFIX = "later"
 ROTATED_REPO_PREFIX = "rotated"
-# The stand-in driver's postinst, the place where a real nvidia-dkms builds the kernel module
-# for minutes. A test that must interrupt an install in the middle writes a number of seconds
-# to this file; without it the postinst returns at once.
+# The stand-in kernel-module package's postinst (in the ubuntu layout: the driver package's),
+# the place where a real nvidia-kernel-dkms builds the kernel module for minutes. A test that
+# must interrupt an install in the middle writes a number of seconds to this file; without it
+# the postinst returns at once.
 DKMS_DELAY_FILE = "/etc/kindling-fixture/dkms-build-seconds"
 DRIVER_POSTINST = f"""#!/bin/sh
 # Kindling fixture: stands in for the DKMS build a real driver package runs here.
@@ -137,13 +193,13 @@ exit 0
 """
 
 CUDA_TOOLKITS = {
-    "11.6": {
-        "package_version": "11.6.2-1",
-        "full": "11.6.2",
-        "nvcc": "11.6.124",
-        "year": "2022",
-        "built_on": "Tue_Mar__8_18:18:20_PST_2022",
-        "build": "cuda_11.6.r11.6/compiler.31057947_0",
+    "13.0": {
+        "package_version": "13.0.2-1",
+        "full": "13.0.2",
+        "nvcc": "13.0.88",
+        "year": "2025",
+        "built_on": "Wed_Aug_20_01:58:59_PM_PDT_2025",
+        "build": "cuda_13.0.r13.0/compiler.36424714_0",
     },
     "12.4": {
         "package_version": "12.4.1-1",
@@ -154,12 +210,23 @@ CUDA_TOOLKITS = {
         "build": "cuda_12.4.r12.4/compiler.34097967_0",
     },
 }
+# The all-in-one `cuda` metapackage (which the roles never install: it pulls a driver in).
+CUDA_METAPACKAGE = {"name": "cuda", "version": "13.0.2-1", "cuda": "13.0", "driver_branch": "580"}
 
-CUDNN8_VERSION = "8.4.0.27"
-CUDNN8_PACKAGE_VERSION = "8.4.0.27-1+cuda11.6"
-CUDNN8_TARBALL_TOP = "cudnn-linux-x86_64-8.4.0.27_cuda11.6-archive"
-CUDNN9_PACKAGE_VERSION = "9.1.0.70-1"
-TARBALL_MTIME = 1648771200  # 2022-04-01T00:00:00Z: fixed so the tarball's sha256 is stable
+# cuDNN from apt: one build, for each CUDA major of the toolkits (names from the catalogue's
+# cudnn_apt_naming via gpu_compat.cudnn_packages).
+CUDNN_APT_VERSION = "9.14.0.64"
+CUDNN_APT_CUDA = ("13.0", "12.4")
+# cuDNN redistributable archive, served as NVIDIA's redist tree: a redistrib_<X.Y.Z>.json
+# manifest beside cudnn/linux-x86_64/<archive>.
+CUDNN_REDIST = {
+    "version": "9.13.0.50",
+    "label": "9.13.0",
+    "release_date": "2025-09-04",
+    "cuda_variants": ["12", "13"],  # what the manifest says the release has
+    "variant": "13",  # the one archive the fixture builds
+}
+TARBALL_MTIME = 1756944000  # 2025-09-04T00:00:00Z: fixed so the tarball's sha256 is stable
 
 DCGM_VERSION = "1:3.3.9"
 CTK_VERSION = "1.17.8-1"
@@ -605,90 +672,255 @@ def stub_library(what: str) -> bytes:
     ).encode()
 
 
-def driver_packages(releases: dict[str, str] | None = None) -> list[Package]:
-    """The driver packages of every branch, or of `releases` ({branch: version}) only."""
-    packages = []
-    for branch, base in DRIVER_BRANCHES.items():
-        if releases is not None and branch not in releases:
-            continue
-        spec = dict(base, version=releases[branch]) if releases else base
-        version = f"{spec['version']}-1"
-        captures = substituted_captures(spec["version"], spec["cuda"])
-        readme = capture_readme(spec["version"], spec["cuda"])
-        flavours = [("", "proprietary")] + ([("-open", "open")] if spec["open"] else [])
-        for suffix, flavour in flavours:
-            name = f"nvidia-driver-{branch}{suffix}"
-            files = [
-                ("/usr/bin/nvidia-smi", (STANDINS / "nvidia_smi.py").read_bytes(), 0o755),
-                (
-                    "/usr/bin/nvidia-persistenced",
-                    standin("nvidia-persistenced.sh", DRIVER_VERSION=spec["version"]),
-                    0o755,
-                ),
-                (
-                    "/lib/systemd/system/nvidia-persistenced.service",
-                    (STANDINS / "nvidia-persistenced.service").read_bytes(),
-                    0o644,
-                ),
-                ("/usr/share/kindling-fixture/driver-branch", f"{branch}\n".encode(), 0o644),
-                (
-                    "/usr/share/kindling-fixture/driver-version",
-                    f"{spec['version']}\n".encode(),
-                    0o644,
-                ),
-                ("/usr/share/kindling-fixture/driver-flavour", f"{flavour}\n".encode(), 0o644),
-                ("/usr/share/kindling-fixture/nvidia-smi/README", readme, 0o644),
-            ]
-            files += [
-                (f"/usr/share/kindling-fixture/nvidia-smi/{capture}", data, 0o644)
-                for capture, data in captures.items()
-            ]
-            conflicts = [DRIVER_VIRTUAL]
-            if suffix:
-                conflicts.append(f"nvidia-driver-{branch}")
-            packages.append(
-                Package(
-                    name=name,
-                    version=version,
-                    section="non-free/libs",
-                    summary_detail=(
-                        f"Driver branch {branch} ({flavour} kernel modules), version "
-                        f"{spec['version']}, CUDA {spec['cuda']}. Ships a stand-in "
-                        "/usr/bin/nvidia-smi that replays real NVIDIA H200 captures with the "
-                        f"driver version, CUDA version and GPU identity ({FIXTURE_GPU['name']}) "
-                        "substituted, a stand-in nvidia-persistenced with its systemd unit, "
-                        "and /usr/share/kindling-fixture/driver-branch. No kernel module, no "
-                        "libraries. Conflicts with the other fixture driver branches, so "
-                        "installing another branch replaces this one."
-                    ),
-                    depends=["python3"],
-                    provides=[DRIVER_VIRTUAL],
-                    conflicts=conflicts,
-                    replaces=[DRIVER_VIRTUAL],
-                    files=files,
-                    postinst=DRIVER_POSTINST,
-                )
+def _only(names, what: str) -> str:
+    names = sorted(set(names))
+    if len(names) != 1:
+        raise BuildError(f"vendor catalogue: expected one {what}, found {names}")
+    return names[0]
+
+
+def driver_names(layout: str, branch: str) -> dict:
+    """Which package does what, for a layout and branch, read from the catalogue's rows.
+
+    debian: the userspace package is the one the proprietary and open nvidia-driver rows
+    share; each row's other package is its kernel-module package; the cuda-drivers row's
+    extra package is the metapackage. ubuntu: each flavour's driver package carries its kernel
+    modules; from 590 the catalogue has no proprietary nvidia-driver row, and the proprietary
+    driver is the open one's name without "-open" (NVIDIA's rename dropped only the branch).
+    """
+    choices = {
+        choice: stack_plan.driver_packages(layout, branch, *choice)
+        for choice in stack_plan.driver_package_choices(layout, branch)
+    }
+    proprietary = choices.get(("proprietary", "nvidia-driver"))
+    opened = choices.get(("open", "nvidia-driver"))
+    meta = choices.get(("proprietary", "cuda-drivers"))
+    if opened is None or meta is None:
+        raise BuildError(f"vendor catalogue: {layout} {branch} lacks an open or cuda-drivers row")
+    pinning = {row["pinning"] for row in choices.values() if row["pinning"]}
+    names: dict = {"choices": choices, "pinning": None}
+    if pinning:
+        names["pinning"] = _only(pinning, "pinning package")
+    if layout == "debian":
+        if proprietary is None:
+            raise BuildError(f"vendor catalogue: debian branch {branch} has no proprietary row")
+        owned = set(proprietary["packages"])
+        userspace = _only(owned & set(opened["packages"]), "userspace package")
+        names["userspace"] = userspace
+        names["kernel"] = {
+            "proprietary": _only(owned - {userspace}, "proprietary module package"),
+            "open": _only(set(opened["packages"]) - {userspace}, "open module package"),
+        }
+        names["meta"] = _only(set(meta["packages"]) - owned, "cuda-drivers metapackage")
+        if DEBIAN_OPEN_METAPACKAGE not in CATALOGUE["driver_selection_packages"][layout]:
+            raise BuildError(
+                f"vendor catalogue: {DEBIAN_OPEN_METAPACKAGE} is not a debian selection package"
             )
-        if releases:
-            continue
+        names["open_meta"] = DEBIAN_OPEN_METAPACKAGE
+    else:
+        open_name = _only(opened["packages"], "open driver package")
+        if proprietary is not None:
+            proprietary_name = _only(proprietary["packages"], "proprietary driver package")
+        elif open_name.endswith("-open"):
+            proprietary_name = open_name[: -len("-open")]
+        else:
+            raise BuildError(f"vendor catalogue: no proprietary driver for {layout} {branch}")
+        names["drivers"] = {"proprietary": proprietary_name, "open": open_name}
+        names["meta"] = _only(set(meta["packages"]) - {proprietary_name}, "cuda-drivers package")
+    return names
+
+
+def _driver_userspace_files(branch: str, spec: dict) -> list[tuple[str, bytes, int]]:
+    """The userspace stand-ins: nvidia-smi with its captures, nvidia-persistenced and its unit."""
+    captures = substituted_captures(spec["version"], spec["cuda"])
+    files = [
+        ("/usr/bin/nvidia-smi", (STANDINS / "nvidia_smi.py").read_bytes(), 0o755),
+        (
+            "/usr/bin/nvidia-persistenced",
+            standin("nvidia-persistenced.sh", DRIVER_VERSION=spec["version"]),
+            0o755,
+        ),
+        (
+            "/lib/systemd/system/nvidia-persistenced.service",
+            (STANDINS / "nvidia-persistenced.service").read_bytes(),
+            0o644,
+        ),
+        ("/usr/share/kindling-fixture/driver-branch", f"{branch}\n".encode(), 0o644),
+        ("/usr/share/kindling-fixture/driver-version", f"{spec['version']}\n".encode(), 0o644),
+        (
+            "/usr/share/kindling-fixture/nvidia-smi/README",
+            capture_readme(spec["version"], spec["cuda"]),
+            0o644,
+        ),
+    ]
+    files += [
+        (f"/usr/share/kindling-fixture/nvidia-smi/{capture}", data, 0o644)
+        for capture, data in captures.items()
+    ]
+    return files
+
+
+def _flavour_file(flavour: str) -> tuple[str, bytes, int]:
+    return ("/usr/share/kindling-fixture/driver-flavour", f"{flavour}\n".encode(), 0o644)
+
+
+USERSPACE_DETAIL = (
+    "Ships a stand-in /usr/bin/nvidia-smi that replays real NVIDIA H200 captures with the "
+    "driver version, CUDA version and GPU identity ({gpu}) substituted and reports Persistence "
+    "Mode from " + PERSISTENCE_STATE_FILE + ", a stand-in nvidia-persistenced with its systemd "
+    "unit (ExecStart with --no-persistence-mode, as Ubuntu's packaged unit), and "
+    "/usr/share/kindling-fixture/driver-branch and driver-version. No libraries."
+)
+
+
+def pinning_package(layout: str, branch: str, name: str, pinned: list[str]) -> Package:
+    """NVIDIA's branch-pinning package: an apt preference that holds the driver to a branch."""
+    preferences = (
+        f"# Kindling test fixture: stand-in for NVIDIA's {name} (not NVIDIA's file).\n"
+        f"Package: {' '.join(sorted(pinned))}\nPin: version {branch}.*\nPin-Priority: 1000\n"
+    )
+    return Package(
+        name=name,
+        version=f"{branch}-{PINNING_REVISIONS[layout]}",
+        arch="all",
+        summary_detail=(
+            f"Pins the driver packages to branch {branch}: ships /etc/apt/preferences.d/{name} "
+            f"(Pin: version {branch}.*, priority 1000 for {', '.join(sorted(pinned))})."
+        ),
+        files=[(f"/etc/apt/preferences.d/{name}", preferences.encode(), 0o644)],
+    )
+
+
+def debian_driver_packages(branch: str, spec: dict) -> list[Package]:
+    """Debian layout: one userspace package, two kernel-module packages, metapackages."""
+    names = driver_names("debian", branch)
+    upstream = spec["version"]
+    version = f"{upstream}-{DRIVER_REVISIONS['debian']}"
+    userspace = names["userspace"]
+    kernel = names["kernel"]
+    gpu = FIXTURE_GPU["name"]
+    packages = [
+        Package(
+            name=userspace,
+            version=version,
+            section="non-free/libs",
+            summary_detail=(
+                f"Driver {upstream} (branch {branch}, CUDA {spec['cuda']}), the userspace. "
+                + USERSPACE_DETAIL.format(gpu=gpu)
+                + f" Depends on {kernel['proprietary']} or {kernel['open']} of the same version."
+            ),
+            depends=[
+                "python3",
+                f"{kernel['proprietary']} (= {version}) | {kernel['open']} (= {version})",
+            ],
+            files=_driver_userspace_files(branch, spec),
+        )
+    ]
+    for flavour, name in kernel.items():
+        other = kernel["open" if flavour == "proprietary" else "proprietary"]
         packages.append(
             Package(
-                name=f"cuda-drivers-{branch}",
+                name=name,
                 version=version,
+                section="non-free/kernel",
                 summary_detail=(
-                    f"Metapackage for driver branch {branch}: depends on the fixture "
-                    f"nvidia-driver-{branch} (= {version})."
+                    f"The {flavour} kernel modules of driver {upstream}: ships only "
+                    f"/usr/share/kindling-fixture/driver-flavour ({flavour}); its postinst stands "
+                    f"in for the DKMS build (sleeps when {DKMS_DELAY_FILE} says so). No kernel "
+                    f"module. Conflicts with {other}."
                 ),
-                depends=[f"nvidia-driver-{branch} (= {version})"],
+                provides=[KERNEL_MODULE_VIRTUAL],
+                conflicts=[KERNEL_MODULE_VIRTUAL, other],
+                replaces=[KERNEL_MODULE_VIRTUAL, other],
+                files=[_flavour_file(flavour)],
+                postinst=DRIVER_POSTINST,
             )
         )
+    metas = [(names["meta"], kernel["proprietary"]), (names["open_meta"], kernel["open"])]
+    for meta, module in metas:
+        packages.append(
+            Package(
+                name=meta,
+                version=version,
+                summary_detail=(
+                    f"Metapackage for driver {upstream}: depends on {userspace} and {module} "
+                    f"at >= {version} only, as NVIDIA's Debian packages do, so without a pin apt "
+                    "takes the newest driver in the repository."
+                ),
+                depends=[f"{userspace} (>= {version})", f"{module} (>= {version})"],
+            )
+        )
+    if names["pinning"]:
+        pinned = [userspace, *kernel.values(), names["meta"], names["open_meta"]]
+        packages.append(pinning_package("debian", branch, names["pinning"], pinned))
     return packages
 
 
-def toolkit_packages() -> list[Package]:
+def ubuntu_driver_packages(branch: str, spec: dict) -> list[Package]:
+    """Ubuntu layout: a driver package per flavour (with its modules), a metapackage."""
+    names = driver_names("ubuntu", branch)
+    upstream = spec["version"]
+    version = f"{upstream}-{DRIVER_REVISIONS['ubuntu']}"
+    drivers = names["drivers"]
+    packages = []
+    for flavour, name in drivers.items():
+        conflicts = [DRIVER_VIRTUAL] + ([drivers["proprietary"]] if flavour == "open" else [])
+        packages.append(
+            Package(
+                name=name,
+                version=version,
+                section="non-free/libs",
+                summary_detail=(
+                    f"Driver {upstream} (branch {branch}, {flavour} kernel modules, CUDA "
+                    f"{spec['cuda']}). "
+                    + USERSPACE_DETAIL.format(gpu=FIXTURE_GPU["name"])
+                    + " Also /usr/share/kindling-fixture/driver-flavour; its postinst stands in "
+                    "for the DKMS build. Conflicts with the other fixture driver packages."
+                ),
+                depends=["python3"],
+                provides=[DRIVER_VIRTUAL],
+                conflicts=conflicts,
+                replaces=[DRIVER_VIRTUAL],
+                files=[*_driver_userspace_files(branch, spec), _flavour_file(flavour)],
+                postinst=DRIVER_POSTINST,
+            )
+        )
+    packages.append(
+        Package(
+            name=names["meta"],
+            version=version,
+            summary_detail=(
+                f"Metapackage for driver {upstream}: depends on {drivers['proprietary']} "
+                f"(= {version})."
+            ),
+            depends=[f"{drivers['proprietary']} (= {version})"],
+        )
+    )
+    if names["pinning"]:
+        pinned = [*drivers.values(), names["meta"]]
+        packages.append(pinning_package("ubuntu", branch, names["pinning"], pinned))
+    return packages
+
+
+def driver_packages(repo_id: str, releases: dict[str, str] | None = None) -> list[Package]:
+    """The driver packages of every fixture branch of a repository, or of `releases`
+    ({branch: version}) only."""
+    layout = REPOSITORIES[repo_id]["layout"]
+    build_branch = {"debian": debian_driver_packages, "ubuntu": ubuntu_driver_packages}[layout]
+    packages = []
+    for branch, spec in FIXTURE_REPOS[repo_id]["branches"].items():
+        if releases is not None:
+            if branch not in releases:
+                continue
+            spec = dict(spec, version=releases[branch])
+        packages += build_branch(branch, spec)
+    return packages
+
+
+def toolkit_packages(layout: str) -> list[Package]:
     packages = []
     for release, spec in CUDA_TOOLKITS.items():
-        dashed = release.replace(".", "-")
+        (name,) = stack_plan.toolkit_packages(layout, [release])
         prefix = f"/usr/lib/kindling-fixture/cuda-{release}"
         link = f"/usr/local/cuda-{release}"
         major, minor = (int(part) for part in release.split("."))
@@ -750,7 +982,7 @@ def toolkit_packages() -> list[Package]:
         )
         packages.append(
             Package(
-                name=f"cuda-toolkit-{dashed}",
+                name=name,
                 version=spec["package_version"],
                 section="devel",
                 summary_detail=(
@@ -774,107 +1006,92 @@ def toolkit_packages() -> list[Package]:
                 postrm=postrm,
             )
         )
+    meta = CUDA_METAPACKAGE
+    (toolkit,) = stack_plan.toolkit_packages(layout, [meta["cuda"]])
+    drivers = driver_names(layout, meta["driver_branch"])["meta"]
+    driver_version = FIXTURE_REPOS[PRIMARY_REPO]["branches"][meta["driver_branch"]]["version"]
+    toolkit_version = CUDA_TOOLKITS[meta["cuda"]]["full"]
     packages.append(
         Package(
-            name="cuda",
-            version="11.6.2-1",
+            name=meta["name"],
+            version=meta["version"],
             section="devel",
             summary_detail=(
-                "The all-in-one CUDA 11.6.2 metapackage: depends on cuda-toolkit-11-6 and "
-                "cuda-drivers-510, which is why the roles install the toolkit and driver "
-                "packages separately instead."
+                f"The all-in-one CUDA {toolkit_version} metapackage: depends on {toolkit} and "
+                f"{drivers}, which is why the roles install the toolkit and driver packages "
+                "separately instead."
             ),
-            depends=["cuda-toolkit-11-6 (>= 11.6.2)", "cuda-drivers-510 (>= 510.47.03)"],
+            depends=[f"{toolkit} (>= {toolkit_version})", f"{drivers} (>= {driver_version})"],
         )
     )
     return packages
 
 
 def cudnn_packages() -> list[Package]:
+    """cuDNN 9 from apt for each CUDA major of CUDNN_APT_CUDA. The variants ship the same paths
+    (the stand-ins are not co-installable: each conflicts with the others)."""
     libdir = "/usr/lib/x86_64-linux-gnu"
-    major, minor, patch = (int(part) for part in CUDNN8_VERSION.split(".")[:3])
-    return [
-        Package(
-            name="libcudnn8",
-            version=CUDNN8_PACKAGE_VERSION,
-            section="libs",
-            summary_detail=(
-                f"cuDNN {CUDNN8_VERSION} runtime for CUDA 11.6: ships {libdir}/libcudnn.so.8.4.0 "
-                "(a text file) and the libcudnn.so.8 symlink."
+    full = CUDNN_APT_VERSION
+    major, minor, patch = (int(part) for part in full.split(".")[:3])
+    so = f"libcudnn.so.{major}.{minor}.{patch}"
+    plans = [gpu_compat.cudnn_packages(full, cuda) for cuda in CUDNN_APT_CUDA]
+    packages = []
+    for cuda, plan in zip(CUDNN_APT_CUDA, plans):
+        others_runtime = [p["runtime"] for p in plans if p is not plan]
+        others_dev = [p["dev"] for p in plans if p is not plan]
+        version = plan["version"]
+        cuda_major = cuda.split(".")[0]
+        packages += [
+            Package(
+                name=plan["runtime"],
+                version=version,
+                section="libs",
+                summary_detail=(
+                    f"cuDNN {full} runtime for CUDA {cuda_major}: ships {libdir}/{so} (a text "
+                    f"file) and the libcudnn.so.{major} symlink."
+                ),
+                conflicts=others_runtime,
+                replaces=others_runtime,
+                files=[
+                    (
+                        f"{libdir}/{so}",
+                        stub_library(f"NVIDIA cuDNN {full} for CUDA {cuda_major} ({so})"),
+                        0o644,
+                    )
+                ],
+                links=[(f"{libdir}/{so}", f"{libdir}/libcudnn.so.{major}")],
             ),
-            files=[
-                (
-                    f"{libdir}/libcudnn.so.8.4.0",
-                    stub_library(f"NVIDIA cuDNN {CUDNN8_VERSION} (libcudnn.so.8.4.0)"),
-                    0o644,
-                )
-            ],
-            links=[(f"{libdir}/libcudnn.so.8.4.0", f"{libdir}/libcudnn.so.8")],
-        ),
-        Package(
-            name="libcudnn8-dev",
-            version=CUDNN8_PACKAGE_VERSION,
-            section="libdevel",
-            summary_detail=(
-                "cuDNN 8.4 development files: /usr/include/cudnn_version.h with the real "
-                "header's version macros and the libcudnn.so symlink."
+            Package(
+                name=plan["dev"],
+                version=version,
+                section="libdevel",
+                summary_detail=(
+                    f"cuDNN {major}.{minor} development files for CUDA {cuda_major}: "
+                    f"/usr/include/x86_64-linux-gnu/cudnn_version_v{major}.h (where the real "
+                    "package puts it) with the real header's version macros."
+                ),
+                depends=[f"{plan['runtime']} (= {version})"],
+                conflicts=others_dev,
+                replaces=others_dev,
+                files=[
+                    (
+                        f"/usr/include/x86_64-linux-gnu/cudnn_version_v{major}.h",
+                        cudnn_version_header(major, minor, patch, 10000),
+                        0o644,
+                    )
+                ],
             ),
-            depends=[f"libcudnn8 (= {CUDNN8_PACKAGE_VERSION})"],
-            files=[
-                (
-                    "/usr/include/cudnn_version.h",
-                    cudnn_version_header(major, minor, patch, 1000),
-                    0o644,
-                )
-            ],
-            links=[(f"{libdir}/libcudnn.so.8", f"{libdir}/libcudnn.so")],
-        ),
-        Package(
-            name="libcudnn9-cuda-12",
-            version=CUDNN9_PACKAGE_VERSION,
-            section="libs",
-            summary_detail=(
-                "cuDNN 9.1.0.70 runtime for CUDA 12: ships "
-                f"{libdir}/libcudnn.so.9.1.0 (a text file) and the libcudnn.so.9 symlink."
+            Package(
+                name=plan["meta"],
+                version=version,
+                summary_detail=(
+                    f"cuDNN {major} for CUDA {cuda_major} metapackage: depends on the runtime "
+                    "and dev packages."
+                ),
+                depends=[f"{plan['runtime']} (= {version})", f"{plan['dev']} (= {version})"],
             ),
-            files=[
-                (
-                    f"{libdir}/libcudnn.so.9.1.0",
-                    stub_library("NVIDIA cuDNN 9.1.0.70 for CUDA 12 (libcudnn.so.9.1.0)"),
-                    0o644,
-                )
-            ],
-            links=[(f"{libdir}/libcudnn.so.9.1.0", f"{libdir}/libcudnn.so.9")],
-        ),
-        Package(
-            name="libcudnn9-dev-cuda-12",
-            version=CUDNN9_PACKAGE_VERSION,
-            section="libdevel",
-            summary_detail=(
-                "cuDNN 9.1 development files: /usr/include/x86_64-linux-gnu/cudnn_version_v9.h "
-                "(where the real package puts it) with the real header's version macros."
-            ),
-            depends=[f"libcudnn9-cuda-12 (= {CUDNN9_PACKAGE_VERSION})"],
-            files=[
-                (
-                    "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
-                    cudnn_version_header(9, 1, 0, 10000),
-                    0o644,
-                )
-            ],
-        ),
-        Package(
-            name="cudnn9-cuda-12",
-            version=CUDNN9_PACKAGE_VERSION,
-            summary_detail=(
-                "cuDNN 9 for CUDA 12 metapackage: depends on the runtime and dev packages."
-            ),
-            depends=[
-                f"libcudnn9-cuda-12 (= {CUDNN9_PACKAGE_VERSION})",
-                f"libcudnn9-dev-cuda-12 (= {CUDNN9_PACKAGE_VERSION})",
-            ],
-        ),
-    ]
+        ]
+    return packages
 
 
 def tool_packages(keyring: bytes) -> list[Package]:
@@ -951,18 +1168,25 @@ def canary_package(version: str) -> Package:
 
 
 def all_packages(keyring: bytes) -> list[Package]:
+    """The debian12 repository's packages."""
+    layout = REPOSITORIES[PRIMARY_REPO]["layout"]
     return (
         tool_packages(keyring)
-        + driver_packages()
-        + toolkit_packages()
+        + driver_packages(PRIMARY_REPO)
+        + toolkit_packages(layout)
         + cudnn_packages()
         + [canary_package("1.0-1")]
     )
 
 
 def later_packages() -> list[Package]:
-    """What only the later snapshot of the repository has."""
-    return [*driver_packages(LATER_POINT_RELEASES), canary_package("2.0-1")]
+    """What only the later snapshot of the debian12 repository has."""
+    return [*driver_packages(PRIMARY_REPO, LATER_POINT_RELEASES), canary_package("2.0-1")]
+
+
+def other_layout_packages() -> dict[str, list[Package]]:
+    """The driver packages of the other fixture repositories (with cuda-keyring beside them)."""
+    return {repo: driver_packages(repo) for repo in FIXTURE_REPOS if repo != PRIMARY_REPO}
 
 
 def make_equivs_template(work: Path) -> Path:
@@ -1030,7 +1254,13 @@ def build_package(pkg: Package, work: Path, template: Path) -> Path:
 
 
 def build_apt_repo(
-    debs: list[Path], repo: Path, out: Path, keys: dict, armored: bytes, signer: str = "fixture"
+    debs: list[Path],
+    repo: Path,
+    out: Path,
+    keys: dict,
+    armored: bytes,
+    signer: str = "fixture",
+    repo_id: str = PRIMARY_REPO,
 ) -> None:
     """A flat repository of `debs`, its Release signed by keys[signer]; the .pub beside the
     packages is always the fixture key (what the roles download and check)."""
@@ -1049,8 +1279,9 @@ def build_apt_repo(
         "Origin": "NVIDIA",
         "Label": "NVIDIA CUDA",
         "Description": (
-            "Kindling test fixture: stand-in for NVIDIA's CUDA repository for Debian 12, "
-            "built by tests/fixture_sources/build_fixtures.py; not NVIDIA software"
+            "Kindling test fixture: stand-in for NVIDIA's CUDA repository for "
+            f"{REPOSITORIES[repo_id]['distribution']} {REPOSITORIES[repo_id]['release']} "
+            f"({repo_id}), built by tests/fixture_sources/build_fixtures.py; not NVIDIA software"
         ),
     }
     cmd = ["apt-ftparchive"]
@@ -1077,48 +1308,63 @@ def verify_repo(repo: Path, keyring: Path) -> None:
         run(["gpgv", "--keyring", keyring, *args], cwd=repo)
 
 
-def parse_packages(text: str) -> dict[str, str]:
-    versions = {}
+def _version_key(version: str) -> list:
+    """Sort key for the plain Debian versions used here (digits compared as numbers)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", version)]
+
+
+def parse_packages(text: str) -> dict[str, list[str]]:
+    """{package: [versions, oldest first]}: a flat repository may list several of one package."""
+    versions: dict[str, list[str]] = {}
     for stanza in text.strip().split("\n\n"):
         fields = dict(
             line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " "
         )
-        versions[fields["Package"]] = fields["Version"]
-    return versions
+        versions.setdefault(fields["Package"], []).append(fields["Version"])
+    return {name: sorted(found, key=_version_key) for name, found in sorted(versions.items())}
 
 
 # --------------------------------------------------------------------------------------------
 # cuDNN redistributable tarball
 
 
+def cudnn_archive_name() -> str:
+    spec = CUDNN_REDIST
+    return f"cudnn-linux-x86_64-{spec['version']}_cuda{spec['variant']}-archive"
+
+
 def build_cudnn_tarball(dest_dir: Path) -> dict:
-    """Write the reproducible cuDNN 8.4 redist tarball stand-in and its .sha256 file."""
-    top = CUDNN8_TARBALL_TOP
-    major, minor, patch = (int(part) for part in CUDNN8_VERSION.split(".")[:3])
+    """Write the reproducible cuDNN redist archive stand-in and its .sha256 file into dest_dir."""
+    spec = CUDNN_REDIST
+    top = cudnn_archive_name()
+    major, minor, patch = (int(part) for part in spec["version"].split(".")[:3])
+    so = f"libcudnn.so.{major}.{minor}.{patch}"
     readme = (
-        b"Kindling test fixture: stand-in for NVIDIA's cuDNN 8.4.0.27 redistributable archive for\n"
-        b"CUDA 11.6, built by tests/fixture_sources/build_fixtures.py. Same layout and file names\n"
-        b"as the real archive; the library is a text file. Not NVIDIA software.\n"
-    )
+        f"Kindling test fixture: stand-in for NVIDIA's cuDNN {spec['version']} redistributable\n"
+        f"archive for CUDA {spec['variant']}, built by tests/fixture_sources/build_fixtures.py. "
+        "Same layout\nand file names as the real archive; the library is a text file. Not NVIDIA "
+        "software.\n"
+    ).encode()
     entries = [
         (f"{top}", None, 0o755, None),
         (f"{top}/KINDLING-TEST-FIXTURE.txt", readme, 0o644, None),
+        (f"{top}/LICENSE", stub_library("the cuDNN license file"), 0o644, None),
         (f"{top}/include", None, 0o755, None),
         (
             f"{top}/include/cudnn_version.h",
-            cudnn_version_header(major, minor, patch, 1000),
+            cudnn_version_header(major, minor, patch, 10000),
             0o644,
             None,
         ),
         (f"{top}/lib", None, 0o755, None),
         (
-            f"{top}/lib/libcudnn.so.8.4.0",
-            stub_library(f"NVIDIA cuDNN {CUDNN8_VERSION} (libcudnn.so.8.4.0)"),
+            f"{top}/lib/{so}",
+            stub_library(f"NVIDIA cuDNN {spec['version']} for CUDA {spec['variant']} ({so})"),
             0o755,
             None,
         ),
-        (f"{top}/lib/libcudnn.so.8", None, 0o777, "libcudnn.so.8.4.0"),
-        (f"{top}/lib/libcudnn.so", None, 0o777, "libcudnn.so.8"),
+        (f"{top}/lib/libcudnn.so.{major}", None, 0o777, so),
+        (f"{top}/lib/libcudnn.so", None, 0o777, f"libcudnn.so.{major}"),
     ]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
@@ -1144,7 +1390,44 @@ def build_cudnn_tarball(dest_dir: Path) -> dict:
     (dest_dir / name).write_bytes(data)
     digest = sha256_bytes(data)
     (dest_dir / f"{name}.sha256").write_text(f"{digest}  {name}\n")
-    return {"name": name, "sha256": digest, "size": len(data)}
+    return {
+        "name": name,
+        "sha256": digest,
+        "md5": hashlib.md5(data).hexdigest(),  # the manifest's field, not for security
+        "size": len(data),
+    }
+
+
+def build_cudnn_redist(root: Path) -> dict:
+    """NVIDIA's redist tree under root (= compute/cudnn/redist): the archive under
+    cudnn/linux-x86_64/ and redistrib_<label>.json, in the real manifest's format, listing it."""
+    spec = CUDNN_REDIST
+    tarball = build_cudnn_tarball(root / "cudnn" / "linux-x86_64")
+    (root / "cudnn" / "LICENSE.txt").write_bytes(stub_library("the cuDNN license file"))
+    relative = f"cudnn/linux-x86_64/{tarball['name']}"
+    manifest = {
+        "release_date": spec["release_date"],
+        "release_label": spec["label"],
+        "release_product": "cudnn",
+        "cudnn": {
+            "name": "NVIDIA CUDA Deep Neural Network library",
+            "license": "cudnn",
+            "license_path": "cudnn/LICENSE.txt",
+            "version": spec["version"],
+            "cuda_variant": list(spec["cuda_variants"]),
+            "linux-x86_64": {
+                f"cuda{spec['variant']}": {
+                    "relative_path": relative,
+                    "sha256": tarball["sha256"],
+                    "md5": tarball["md5"],
+                    "size": str(tarball["size"]),
+                }
+            },
+        },
+    }
+    manifest_name = f"redistrib_{spec['label']}.json"
+    (root / manifest_name).write_text(json.dumps(manifest, indent=4) + "\n")
+    return {**tarball, "relative_path": relative, "manifest": manifest_name}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1268,6 +1551,7 @@ def build_wheel_index(wheels: list[Path], index: Path) -> dict:
 def build_inputs_digest(torch_wheel: Path, keys: dict) -> str:
     digest = hashlib.sha256()
     own = [Path(__file__).resolve(), *sorted(p for p in STANDINS.rglob("*") if p.is_file())]
+    own += [MODULE_UTILS / name for name in CATALOGUE_FILES]
     for path in own + [CAPTURES / name for name in CAPTURE_FILES]:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
         digest.update(sha256_file(path).encode())
@@ -1300,14 +1584,23 @@ def find_torch_wheel(explicit: str | None) -> Path:
 
 def index_page(info: dict) -> str:
     rows = []
-    for label, path in (
-        ("NVIDIA CUDA apt repository stand-in (flat, signed)", APT_REPO_PATH + "/"),
-        ("cuDNN redistributable tarball stand-in", CUDNN_REDIST_PATH + "/"),
+    entries = [
+        (
+            f"NVIDIA CUDA apt repository stand-in for {repo_id} ({entry['layout']} layout; "
+            "flat, signed)",
+            entry["path"],
+        )
+        for repo_id, entry in info["apt_repositories"].items()
+    ]
+    entries += [
+        ("cuDNN redist manifest stand-in", info["cudnn_tarball"]["manifest"]),
+        ("cuDNN redistributable tarball stand-in", info["cudnn_tarball"]["path"]),
         ("PyTorch CPU wheel index stand-in (PEP 503)", WHEEL_INDEX_PATH + "/"),
         ("Test signing keys", "keys/"),
         ("What is served (JSON)", "fixtures.json"),
         ("Checksums (JSON)", "checksums.json"),
-    ):
+    ]
+    for label, path in entries:
         rows.append(f'<li><a href="{path}">{html.escape(path)}</a> - {html.escape(label)}</li>')
     return (
         "<!DOCTYPE html>\n<html>\n<head><title>Kindling test fixture server</title></head>\n"
@@ -1323,6 +1616,39 @@ def index_page(info: dict) -> str:
     )
 
 
+def _repo_info(repo_id: str, versions: dict, keys: dict) -> dict:
+    path = repo_path(repo_id)
+    layout = REPOSITORIES[repo_id]["layout"]
+    revision = DRIVER_REVISIONS[layout]
+    branches = {}
+    for branch, spec in FIXTURE_REPOS[repo_id]["branches"].items():
+        names = driver_names(layout, branch)
+        branches[branch] = {
+            **spec,
+            "package_version": f"{spec['version']}-{revision}",
+            "choices": {
+                f"{modules}/{flavor}": {
+                    "packages": row["packages"],
+                    "pinning": row["pinning"],
+                    "version": row["version"],
+                }
+                for (modules, flavor), row in names["choices"].items()
+            },
+        }
+    return {
+        "stands_in_for": f"https://developer.download.nvidia.com/{path}/",
+        "layout": layout,
+        "path": path + "/",
+        "sources_line": (
+            "deb [signed-by=/usr/share/keyrings/kindling-fixture-archive-keyring.gpg] "
+            f"http://127.0.0.1:PORT/{path}/ /"
+        ),
+        "key_file": f"{path}/{keys['fixture']['fingerprint'][-8:].lower()}.pub",
+        "packages": versions,
+        "driver_branches": branches,
+    }
+
+
 def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int) -> dict:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
@@ -1331,45 +1657,62 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
         srv.mkdir()
         exported = export_keys(out, keys, srv)
         template = make_equivs_template(work)
-        packages = all_packages(exported["binary"])
-        extra = later_packages()
-        log(
-            f"fixture packages: building {len(packages) + len(extra)} packages with equivs "
-            f"({jobs} at a time)"
-        )
+        groups = {
+            PRIMARY_REPO: all_packages(exported["binary"]),
+            LATER_REPO_PREFIX: later_packages(),
+            **other_layout_packages(),
+        }
+        count = sum(len(packages) for packages in groups.values())
+        log(f"fixture packages: building {count} packages with equivs ({jobs} at a time)")
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            debs = list(pool.map(lambda pkg: build_package(pkg, work, template), packages))
-            later_debs = list(pool.map(lambda pkg: build_package(pkg, work, template), extra))
-        repo = srv / APT_REPO_PATH
-        build_apt_repo(debs, repo, out, keys, exported["armored"])
-        verify_repo(repo, srv / "keys" / KEYRING_NAME)
-        versions = parse_packages((repo / "Packages").read_text())
-        later = srv / LATER_REPO_PREFIX / APT_REPO_PATH
-        later_debs = [
-            deb for deb in debs if not deb.name.startswith(CANARY_PACKAGE + "_")
-        ] + later_debs
-        build_apt_repo(later_debs, later, out, keys, exported["armored"])
-        verify_repo(later, srv / "keys" / KEYRING_NAME)
-        rotated = srv / ROTATED_REPO_PREFIX / APT_REPO_PATH
-        build_apt_repo(debs, rotated, out, keys, exported["armored"], signer="wrong")
-        verify_repo(rotated, srv / "keys" / WRONG_KEYRING_NAME)
+            futures = {
+                group: [
+                    pool.submit(build_package, pkg, work / "pkg" / group, template)
+                    for pkg in packages
+                ]
+                for group, packages in groups.items()
+            }
+            built = {group: [f.result() for f in found] for group, found in futures.items()}
+        debs = built[PRIMARY_REPO]
+        keyring_deb = [deb for deb in debs if deb.name.startswith("cuda-keyring_")]
+        keyring = srv / "keys" / KEYRING_NAME
+        armored = exported["armored"]
 
-        tarball = build_cudnn_tarball(srv / CUDNN_REDIST_PATH)
+        repo = srv / APT_REPO_PATH
+        build_apt_repo(debs, repo, out, keys, armored)
+        verify_repo(repo, keyring)
+        later = srv / LATER_REPO_PREFIX / APT_REPO_PATH
+        later_debs = [deb for deb in debs if not deb.name.startswith(CANARY_PACKAGE + "_")] + built[
+            LATER_REPO_PREFIX
+        ]
+        build_apt_repo(later_debs, later, out, keys, armored)
+        verify_repo(later, keyring)
+        rotated = srv / ROTATED_REPO_PREFIX / APT_REPO_PATH
+        build_apt_repo(debs, rotated, out, keys, armored, signer="wrong")
+        verify_repo(rotated, srv / "keys" / WRONG_KEYRING_NAME)
+        repos = {PRIMARY_REPO: repo}
+        for repo_id in FIXTURE_REPOS:
+            if repo_id == PRIMARY_REPO:
+                continue
+            repos[repo_id] = srv / repo_path(repo_id)
+            build_apt_repo(
+                keyring_deb + built[repo_id], repos[repo_id], out, keys, armored, repo_id=repo_id
+            )
+            verify_repo(repos[repo_id], keyring)
+
+        tarball = build_cudnn_redist(srv / CUDNN_REDIST_ROOT)
+        tarball_path = f"{CUDNN_REDIST_ROOT}/{tarball['relative_path']}"
 
         wheels = [torch_wheel, *download_dependencies(torch_wheel, wheel_cache)]
         projects = build_wheel_index(wheels, srv / WHEEL_INDEX_PATH)
 
-        checksums = {
-            f"{CUDNN_REDIST_PATH}/{tarball['name']}": {
-                "sha256": tarball["sha256"],
-                "size": tarball["size"],
-            }
-        }
-        for deb in sorted(repo.glob("*.deb")):
-            checksums[f"{APT_REPO_PATH}/{deb.name}"] = {
-                "sha256": sha256_file(deb),
-                "size": deb.stat().st_size,
-            }
+        checksums = {tarball_path: {"sha256": tarball["sha256"], "size": tarball["size"]}}
+        for repo_id, where in repos.items():
+            for deb in sorted(where.glob("*.deb")):
+                checksums[f"{repo_path(repo_id)}/{deb.name}"] = {
+                    "sha256": sha256_file(deb),
+                    "size": deb.stat().st_size,
+                }
         for files in projects.values():
             for entry in files:
                 checksums[f"{WHEEL_INDEX_PATH}/{entry['filename']}"] = {
@@ -1378,43 +1721,45 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
                 }
         (srv / "checksums.json").write_text(json.dumps(checksums, indent=2, sort_keys=True) + "\n")
 
-        info = {
-            "kind": "kindling-test-fixture",
-            "notice": FIXTURE_NOTICE,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "keys": exported["info"],
-            "apt_repository": {
-                "stands_in_for": "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/",
-                "path": APT_REPO_PATH + "/",
-                "sources_line": (
-                    "deb [signed-by=/usr/share/keyrings/kindling-fixture-archive-keyring.gpg] "
-                    f"http://127.0.0.1:PORT/{APT_REPO_PATH}/ /"
-                ),
-                "key_file": f"{APT_REPO_PATH}/{keys['fixture']['fingerprint'][-8:].lower()}.pub",
-                "packages": versions,
-                "later_snapshot": {
-                    "path": f"{LATER_REPO_PREFIX}/{APT_REPO_PATH}/",
-                    "adds": {
-                        **{
-                            f"nvidia-driver-{branch}": f"{version}-1"
-                            for branch, version in LATER_POINT_RELEASES.items()
-                        },
-                        CANARY_PACKAGE: "2.0-1",
-                    },
-                },
+        repositories = {
+            repo_id: _repo_info(repo_id, parse_packages((where / "Packages").read_text()), keys)
+            for repo_id, where in repos.items()
+        }
+        primary = repositories[PRIMARY_REPO]
+        later_versions = parse_packages((later / "Packages").read_text())
+        adds = {}
+        for name, found in later_versions.items():
+            new = [v for v in found if v not in primary["packages"].get(name, [])]
+            if new:
+                adds[name] = new[-1]
+        primary.update(
+            {
+                "later_snapshot": {"path": f"{LATER_REPO_PREFIX}/{APT_REPO_PATH}/", "adds": adds},
                 "rotated_key_copy": {
                     "path": f"{ROTATED_REPO_PREFIX}/{APT_REPO_PATH}/",
                     "signed_by": keys["wrong"]["fingerprint"],
                 },
                 "dkms_delay_file": DKMS_DELAY_FILE,
-                "driver_branches": DRIVER_BRANCHES,
+                "persistence_state_file": PERSISTENCE_STATE_FILE,
                 "gpu_identity": FIXTURE_GPU,
-            },
+            }
+        )
+        info = {
+            "kind": "kindling-test-fixture",
+            "notice": FIXTURE_NOTICE,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "keys": exported["info"],
+            "apt_repository": primary,
+            "apt_repositories": repositories,
             "cudnn_tarball": {
-                "stands_in_for": "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/",
-                "path": f"{CUDNN_REDIST_PATH}/{tarball['name']}",
-                "version": CUDNN8_VERSION,
-                "cuda": "11.6",
+                "stands_in_for": (
+                    f"https://developer.download.nvidia.com/{CUDNN_REDIST_ROOT}/"
+                    f"{tarball['relative_path']}"
+                ),
+                "manifest": f"{CUDNN_REDIST_ROOT}/{tarball['manifest']}",
+                "path": tarball_path,
+                "version": CUDNN_REDIST["version"],
+                "cuda_variant": CUDNN_REDIST["variant"],
                 "sha256": tarball["sha256"],
                 "size": tarball["size"],
             },
@@ -1431,12 +1776,14 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
         (srv / "fixtures.json").write_text(json.dumps(info, indent=2) + "\n")
         (srv / "index.html").write_text(index_page(info))
 
+        deb_count = len({deb.name for where in repos.values() for deb in where.glob("*.deb")})
         final = out / "srv"
         if final.exists():
             final.rename(work / "old-srv")
         srv.rename(final)
         return {
-            "debs": len(debs),
+            "debs": deb_count,
+            "repos": len(repos),
             "wheels": len(wheels),
             "tarball": tarball,
             "seconds": time.monotonic() - started,
@@ -1505,7 +1852,8 @@ def main(argv=None) -> int:
         print(f"build_fixtures: error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"kindling fixtures: built {result['debs']} debs (signed repo), cuDNN tarball "
+        f"kindling fixtures: built {result['debs']} debs ({result['repos']} signed repos), "
+        f"cuDNN tarball "
         f"{result['tarball']['sha256'][:12]}, {result['wheels']} wheels into {out / 'srv'} "
         f"in {result['seconds']:.1f}s (test key {keys['fixture']['fingerprint']})"
     )

@@ -214,6 +214,24 @@ CASES: List[Dict[str, object]] = [
         "expect": "cuDNN 8.4.0 does not match CUDA 13.0: cuDNN 8 has builds for CUDA 10.2 to 12.x "
         "only",
     },
+    # --- plans NVIDIA's repository for the host's OS does not serve (the vendor catalogue)
+    {
+        "id": "seed-stack-on-ubuntu2204",
+        "input": "the seed stack (driver 510, CUDA 11.6, cuDNN 8.4.0) through site.yml, repository ubuntu2204",
+        "playbook": "site.yml",
+        "vars": {
+            "gpu_required": False,
+            "nvidia_driver_skip_without_gpu": False,
+            "cuda_skip_without_gpu": False,
+            "nvidia_driver_repo_distro": "ubuntu2204",
+            "nvidia_driver_branch": "510",
+            "cuda_version": "11.6",
+            "cuda_cudnn_version": "8.4.0",
+        },
+        "expect": "CUDA 11.6 is not in ubuntu2204 (NVIDIA's repository for Ubuntu 22.04 serves CUDA "
+        "11.7 to current); use 11.7+ here, or Ubuntu 20.04.",
+        "changed_zero": True,
+    },
 ]
 
 # Faults, check mode and exposure. Each names the test that proves it; the ones in
@@ -306,6 +324,12 @@ CHECKS: List[Dict[str, str]] = [
         "input": "--check of the driver, cuda, jupyter and dcgm_exporter stages on fresh hosts",
         "expect": "each succeeds and reports what it would do",
         "test": "molecule/nvidia_driver, molecule/cuda (check step), molecule/jupyter, molecule/dcgm_exporter (prepare.yml)",
+    },
+    {
+        "id": "gpu-stages-skip-without-gpu",
+        "input": "the driver and cuda stages with gpu_required: false on a host without a GPU, NVIDIA's repository pointed at a closed port",
+        "expect": "both succeed, each saying it skipped itself and why; the repository is never contacted and the host snapshot is unchanged",
+        "test": "tests/reliability/test_gpu_stages_skip.py",
     },
     {
         "id": "idempotence-every-scenario",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from cases import CASES
@@ -38,3 +39,6 @@ def test_bad_input_is_refused_before_any_change(case, test_host, tmp_path):
     assert before == after, f"{case['id']} changed {CONTAINER} before refusing:\n" + snapshot_diff(
         before, after
     )
+    if case.get("changed_zero"):
+        recap = re.findall(r"\bchanged=(\d+)", result.stdout.rsplit("PLAY RECAP", 1)[-1])
+        assert recap and all(n == "0" for n in recap), result.stdout[-2000:]

@@ -32,8 +32,10 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
     assert result.returncode == 0, result.stdout[-5000:]
     match = re.search(r"changed=(\d+)\s+unreachable=0\s+failed=0", result.stdout)
     assert match and int(match.group(1)) > 10, result.stdout[-3000:]
-    # It says what it would do: the driver packages, the repository entry, the venv.
-    assert "cuda-drivers-510" in output
+    # It says what it would do: the driver packages under NVIDIA's debian12 names, the
+    # repository entry, the toolkit, the venv.
+    assert "cuda-drivers-580, nvidia-driver, nvidia-kernel-dkms at 580.*" in output
+    assert "install cuda-toolkit-13-0" in output
     assert (
         "TASK [nvidia_driver : Write the repository entry, trusted with that keyring only]"
         in output

@@ -33,9 +33,13 @@ from conftest import (
 
 HOST = "kindling-faults"
 FIXTURE_URL = os.environ.get("KINDLING_FIXTURE_URL", "http://127.0.0.1:8765")
-BRANCH = "535"
-INSTALLED = "535.183.01-1"  # the fixture repository's 535 release
-LATER = "535.216.03-1"  # only in the fixture's "later" snapshot of the repository
+BRANCH = "580"
+INSTALLED = "580.95.05-1"  # the fixture repository's 580 release
+LATER = "580.105.08-1"  # only in the fixture's "later" snapshot of the repository
+# NVIDIA's debian12 names for the branch (the role asks for these on Debian 12): the branch
+# metapackage, the driver and its proprietary kernel modules, whose postinst is the DKMS build.
+DRIVER_PACKAGES = (f"cuda-drivers-{BRANCH}", "nvidia-driver", "nvidia-kernel-dkms")
+KERNEL_MODULES = "nvidia-kernel-dkms"
 CANARY = "kindling-fixture-canary"
 # Nothing listens on the discard port: a repository that does not answer.
 DEAD_BASE_URL = "http://127.0.0.1:9/compute/cuda/repos"
@@ -171,8 +175,8 @@ def test_install_killed_mid_dpkg_is_repaired_by_the_next_run(host):
     sh(f"rm -f {DKMS_DELAY_FILE}")
 
     audit = sh("dpkg --audit", check=False).stdout
-    assert f"nvidia-driver-{BRANCH}" in audit, f"dpkg was not left half-way:\n{audit}"
-    assert not package_state(f"nvidia-driver-{BRANCH}").startswith("ii")
+    assert KERNEL_MODULES in audit, f"dpkg was not left half-way:\n{audit}"
+    assert not package_state(KERNEL_MODULES).startswith("ii")
 
     repaired = driver_run(host)
     output = one_line(repaired.stdout + repaired.stderr)
@@ -181,7 +185,8 @@ def test_install_killed_mid_dpkg_is_repaired_by_the_next_run(host):
     assert "finished it with dpkg --configure -a" in output, repair_task
     assert sh("dpkg --audit").stdout.strip() == ""
     assert sh("ls /var/lib/dpkg/updates").stdout.strip() == ""
-    assert package_state(f"nvidia-driver-{BRANCH}") == f"hi {INSTALLED}"
+    for pkg in DRIVER_PACKAGES:
+        assert package_state(pkg) == f"hi {INSTALLED}", pkg
 
     again = driver_run(host)
     assert again.returncode == 0, again.stdout[-4000:]
@@ -221,8 +226,8 @@ def test_unreachable_repository_on_a_converged_host_keeps_the_working_sources(ho
 
 
 def test_held_driver_survives_apt_get_upgrade_and_unattended_upgrade(host):
-    # NVIDIA publishes a newer 535 point release: point a second source at the fixture's
-    # later snapshot of the repository (the role's own pin allows 535.*, so only the hold
+    # NVIDIA publishes a newer 580 point release: point a second source at the fixture's
+    # later snapshot of the repository (the role's own pin allows 580.*, so only the hold
     # stands between the host and an unplanned driver change).
     keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
     later = f"{FIXTURE_URL}/later/compute/cuda/repos/debian12/x86_64/"
@@ -230,11 +235,13 @@ def test_held_driver_survives_apt_get_upgrade_and_unattended_upgrade(host):
         f"echo 'deb [signed-by={keyring}] {later} /' > /etc/apt/sources.list.d/later.list"
         " && apt-get update -q"
     )
-    policy = sh(f"LC_ALL=C apt-cache policy nvidia-driver-{BRANCH}").stdout
-    assert f"Candidate: {LATER}" in policy, policy
+    for pkg in DRIVER_PACKAGES:
+        policy = sh(f"LC_ALL=C apt-cache policy {pkg}").stdout
+        assert f"Candidate: {LATER}" in policy, policy
 
     upgrade = sh("DEBIAN_FRONTEND=noninteractive apt-get -y upgrade 2>&1").stdout
-    assert package_state(f"nvidia-driver-{BRANCH}") == f"hi {INSTALLED}", upgrade
+    for pkg in DRIVER_PACKAGES:
+        assert package_state(pkg) == f"hi {INSTALLED}", upgrade
     assert package_state(CANARY) == "ii 2.0-1", f"apt-get upgrade did nothing:\n{upgrade}"
 
     sh(f"apt-get install -y --allow-downgrades {CANARY}=1.0-1")
@@ -246,5 +253,6 @@ def test_held_driver_survives_apt_get_upgrade_and_unattended_upgrade(host):
     assert package_state(CANARY) == "ii 2.0-1", (
         f"unattended-upgrade did nothing:\n{unattended.stdout}"
     )
-    assert package_state(f"nvidia-driver-{BRANCH}") == f"hi {INSTALLED}", unattended.stdout
+    for pkg in DRIVER_PACKAGES:
+        assert package_state(pkg) == f"hi {INSTALLED}", unattended.stdout
     sh("rm /etc/apt/sources.list.d/later.list /etc/apt/apt.conf.d/52kindling-test-unattended")

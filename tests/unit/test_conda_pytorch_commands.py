@@ -22,9 +22,19 @@ pytestmark = pytest.mark.slow  # one ansible-playbook run, about a minute on 2 c
 
 SHA = {"x86_64": "a" * 64, "aarch64": "b" * 64}
 BASE = {"conda_pytorch_miniforge_sha256": SHA}
+# The seed articles' stack (inventories/gpu/group_vars/seed_stack.yml); the role's defaults
+# are the current stack (torch 2.11.0 cu130, Python 3.12).
+SEED = {
+    "conda_pytorch_version": "1.12.1",
+    "conda_pytorch_cuda_variant": "cu116",
+    "conda_pytorch_python_version": "3.10",
+    "conda_pytorch_torchvision_version": "0.13.1",
+    "conda_pytorch_torchaudio_version": "0.12.1",
+}
 
 CASES = {
     "conda_legacy": {
+        **SEED,
         "conda_pytorch_install_method": "conda",
         "conda_pytorch_install_torchaudio": True,
     },
@@ -49,9 +59,9 @@ CASES = {
     },
     "conda_too_new": {"conda_pytorch_install_method": "conda", "conda_pytorch_version": "2.6.0"},
     "conda_method_venv": {"conda_pytorch_install_method": "conda", "conda_pytorch_backend": "venv"},
-    "python_unsupported": {"conda_pytorch_python_version": "3.11"},
+    "python_unsupported": {**SEED, "conda_pytorch_python_version": "3.11"},
     "python_yaml_float": {"conda_pytorch_python_version": "3.1"},
-    "no_wheel_for_variant": {"conda_pytorch_cuda_variant": "cu118"},
+    "no_wheel_for_variant": {**SEED, "conda_pytorch_cuda_variant": "cu118"},
     "unknown_torch": {"conda_pytorch_version": "1.11.0"},
     "local_tag_in_version": {"conda_pytorch_version": "1.12.1+cu116"},
     "no_checksum": {"conda_pytorch_miniforge_sha256": {"ppc64le": "c" * 64}},
@@ -180,10 +190,10 @@ def test_pip_method_defaults(results):
     c = r["commands"]
     assert c["torch_install"] == [
         "/opt/conda/envs/pytorch/bin/python", "-m", "pip", "install", "--no-input",
-        "--disable-pip-version-check", "--index-url", "https://download.pytorch.org/whl/cu116",
-        "torch==1.12.1+cu116", "torchvision==0.13.1+cu116",
+        "--disable-pip-version-check", "--index-url", "https://download.pytorch.org/whl/cu130",
+        "torch==2.11.0+cu130", "torchvision==0.26.0+cu130",
     ]  # fmt: skip
-    assert c["wanted"] == {"torch": "1.12.1+cu116", "torchvision": "0.13.1+cu116"}
+    assert c["wanted"] == {"torch": "2.11.0+cu130", "torchvision": "0.26.0+cu130"}
 
 
 def test_pip_method_with_mirrors(results):

@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from ansible.module_utils import gpu_compat, stack_plan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCES = REPO_ROOT / "tests" / "fixture_sources"
@@ -39,31 +40,55 @@ TORCH_WHEEL = Path(
 # Downloaded dependency wheels are kept between sessions so that reruns stay offline.
 WHEEL_CACHE = REPO_ROOT / ".cache" / "fixture-wheel-cache"
 APT_REPO = "compute/cuda/repos/debian12/x86_64"
-TARBALL = (
-    "compute/cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-8.4.0.27_cuda11.6-archive.tar.xz"
-)
+UBUNTU_REPO = "compute/cuda/repos/ubuntu2204/x86_64"
+REDIST = "compute/cudnn/redist"
+MANIFEST = f"{REDIST}/redistrib_9.13.0.json"
+TARBALL_TOP = "cudnn-linux-x86_64-9.13.0.50_cuda13-archive"
+TARBALL = f"{REDIST}/cudnn/linux-x86_64/{TARBALL_TOP}.tar.xz"
+
+# The fixture repositories: {repo id: (path, {branch: driver version})}, and the Debian
+# revision of the driver packages per layout.
+FIXTURE_BRANCHES = {
+    "debian12": (APT_REPO, {"550": "550.54.15", "580": "580.95.05"}),
+    "ubuntu2204": (UBUNTU_REPO, {"550": "550.54.15", "580": "580.95.05", "590": "590.48.01"}),
+}
+REVISION = {"debian": "1", "ubuntu": "0ubuntu1"}
+PINNING_REVISION = {"debian": "1", "ubuntu": "1ubuntu1"}
+DEBIAN_MODULES = {"proprietary": "nvidia-kernel-dkms", "open": "nvidia-kernel-open-dkms"}
 
 EXPECTED_VERSIONS = {
-    "cuda-keyring": "1.1-1",
-    "nvidia-driver-510": "510.47.03-1",
-    "nvidia-driver-535": "535.183.01-1",
-    "nvidia-driver-535-open": "535.183.01-1",
-    "nvidia-driver-550": "550.54.15-1",
-    "nvidia-driver-550-open": "550.54.15-1",
-    "cuda-drivers-510": "510.47.03-1",
-    "cuda-drivers-535": "535.183.01-1",
-    "cuda-drivers-550": "550.54.15-1",
-    "cuda-toolkit-11-6": "11.6.2-1",
-    "cuda-toolkit-12-4": "12.4.1-1",
-    "cuda": "11.6.2-1",
-    "libcudnn8": "8.4.0.27-1+cuda11.6",
-    "libcudnn8-dev": "8.4.0.27-1+cuda11.6",
-    "libcudnn9-cuda-12": "9.1.0.70-1",
-    "libcudnn9-dev-cuda-12": "9.1.0.70-1",
-    "cudnn9-cuda-12": "9.1.0.70-1",
-    "datacenter-gpu-manager": "1:3.3.9",
-    "nvidia-container-toolkit": "1.17.8-1",
-    "kindling-fixture-canary": "1.0-1",
+    "cuda-keyring": ["1.1-1"],
+    "nvidia-driver": ["550.54.15-1", "580.95.05-1"],
+    "nvidia-kernel-dkms": ["550.54.15-1", "580.95.05-1"],
+    "nvidia-kernel-open-dkms": ["550.54.15-1", "580.95.05-1"],
+    "nvidia-open": ["550.54.15-1", "580.95.05-1"],
+    "cuda-drivers-550": ["550.54.15-1"],
+    "cuda-drivers-580": ["580.95.05-1"],
+    "cuda-toolkit-13-0": ["13.0.2-1"],
+    "cuda-toolkit-12-4": ["12.4.1-1"],
+    "cuda": ["13.0.2-1"],
+    "libcudnn9-cuda-13": ["9.14.0.64-1"],
+    "libcudnn9-dev-cuda-13": ["9.14.0.64-1"],
+    "cudnn9-cuda-13": ["9.14.0.64-1"],
+    "libcudnn9-cuda-12": ["9.14.0.64-1"],
+    "libcudnn9-dev-cuda-12": ["9.14.0.64-1"],
+    "cudnn9-cuda-12": ["9.14.0.64-1"],
+    "datacenter-gpu-manager": ["1:3.3.9"],
+    "nvidia-container-toolkit": ["1.17.8-1"],
+    "kindling-fixture-canary": ["1.0-1"],
+}
+EXPECTED_UBUNTU_VERSIONS = {
+    "cuda-keyring": ["1.1-1"],
+    "cuda-drivers-550": ["550.54.15-0ubuntu1"],
+    "nvidia-driver-550": ["550.54.15-0ubuntu1"],
+    "nvidia-driver-550-open": ["550.54.15-0ubuntu1"],
+    "cuda-drivers-580": ["580.95.05-0ubuntu1"],
+    "nvidia-driver-580": ["580.95.05-0ubuntu1"],
+    "nvidia-driver-580-open": ["580.95.05-0ubuntu1"],
+    "cuda-drivers": ["590.48.01-0ubuntu1"],
+    "nvidia-driver": ["590.48.01-0ubuntu1"],
+    "nvidia-driver-open": ["590.48.01-0ubuntu1"],
+    "nvidia-driver-pinning-590": ["590-1ubuntu1"],
 }
 
 pytestmark = [
@@ -125,25 +150,27 @@ def server(built):
     _run([sys.executable, SERVE, "stop", "--out", out, "--port", port])
 
 
-def _deb(repo: Path, name: str) -> Path:
-    version = EXPECTED_VERSIONS[name].split(":")[-1]
+def _deb(repo: Path, name: str, version: str | None = None) -> Path:
+    """The .deb of a package: at `version`, or the newest of the debian12 repository."""
+    version = (version or EXPECTED_VERSIONS[name][-1]).split(":")[-1]
     matches = list(repo.glob(f"{name}_{version}_*.deb"))
     assert len(matches) == 1, matches
     return matches[0]
 
 
 @pytest.fixture(scope="session")
-def extracted(repo, tmp_path_factory):
-    """Extract a package's files into a temporary root (cached per package)."""
-    cache: dict[str, Path] = {}
+def extracted(srv, tmp_path_factory):
+    """Extract a package's files into a temporary root (cached per package and version)."""
+    cache: dict[tuple, Path] = {}
 
-    def extract(name: str) -> Path:
-        if name not in cache:
+    def extract(name: str, version: str | None = None, repo: str = APT_REPO) -> Path:
+        key = (repo, name, version)
+        if key not in cache:
             root = tmp_path_factory.mktemp(name)
-            proc = _run(["dpkg-deb", "-x", _deb(repo, name), root])
+            proc = _run(["dpkg-deb", "-x", _deb(srv / repo, name, version), root])
             assert proc.returncode == 0, proc.stderr
-            cache[name] = root
-        return cache[name]
+            cache[key] = root
+        return cache[key]
 
     return extract
 
@@ -153,13 +180,14 @@ def _smi(root: Path, *args, **env):
         **os.environ,
         "KINDLING_FAKE_SMI_DIR": str(root / "usr/share/kindling-fixture/nvidia-smi"),
         "KINDLING_FAKE_SMI_FAIL_FILE": str(root / "no-such-fail-file"),
+        "KINDLING_FAKE_PERSISTENCE_FILE": str(root / "no-such-persistence-file"),
         **env,
     }
     return _run([root / "usr/bin/nvidia-smi", *args], env=environment)
 
 
-def _packages(repo: Path) -> dict[str, dict[str, str]]:
-    stanzas = {}
+def _stanzas(repo: Path) -> list[dict[str, str]]:
+    stanzas = []
     for stanza in (repo / "Packages").read_text().strip().split("\n\n"):
         fields, key = {}, None
         for line in stanza.splitlines():
@@ -168,8 +196,26 @@ def _packages(repo: Path) -> dict[str, dict[str, str]]:
             else:
                 key, _, value = line.partition(": ")
                 fields[key] = value
-        stanzas[fields["Package"]] = fields
+        stanzas.append(fields)
     return stanzas
+
+
+def _packages(repo: Path) -> dict[str, dict[str, str]]:
+    """{package: fields} (of the last stanza where a package has several versions)."""
+    return {fields["Package"]: fields for fields in _stanzas(repo)}
+
+
+def _index_versions(repo: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for fields in _stanzas(repo):
+        found.setdefault(fields["Package"], []).append(fields["Version"])
+    return {name: sorted(versions) for name, versions in found.items()}
+
+
+def _stanza(repo: Path, name: str, version: str) -> dict[str, str]:
+    matches = [f for f in _stanzas(repo) if (f["Package"], f["Version"]) == (name, version)]
+    assert len(matches) == 1, (name, version)
+    return matches[0]
 
 
 # ---------------------------------------------------------------------------- build outputs
@@ -177,7 +223,8 @@ def _packages(repo: Path) -> dict[str, dict[str, str]]:
 
 def test_build_prints_summary_and_writes_layout(built, srv):
     _out, stdout, _seconds = built
-    assert stdout.count("\n") == 1 and stdout.startswith("kindling fixtures: built 20 debs")
+    assert stdout.count("\n") == 1
+    assert stdout.startswith("kindling fixtures: built 33 debs (2 signed repos)")
     for path in (
         "index.html",
         "fixtures.json",
@@ -189,6 +236,9 @@ def test_build_prints_summary_and_writes_layout(built, srv):
         f"{APT_REPO}/InRelease",
         f"{APT_REPO}/Release.gpg",
         f"{APT_REPO}/Packages.gz",
+        f"{UBUNTU_REPO}/InRelease",
+        f"{UBUNTU_REPO}/Packages.gz",
+        MANIFEST,
         TARBALL,
         TARBALL + ".sha256",
         "whl/cpu/index.html",
@@ -199,7 +249,28 @@ def test_build_prints_summary_and_writes_layout(built, srv):
     info = json.loads((srv / "fixtures.json").read_text())
     assert info["kind"] == "kindling-test-fixture"
     assert info["apt_repository"]["packages"] == EXPECTED_VERSIONS
-    assert "Kindling test fixture server" in (srv / "index.html").read_text()
+    assert info["apt_repositories"]["ubuntu2204"]["packages"] == EXPECTED_UBUNTU_VERSIONS
+    assert info["apt_repositories"]["ubuntu2204"]["layout"] == "ubuntu"
+    branches = info["apt_repository"]["driver_branches"]
+    assert {b: entry["package_version"] for b, entry in branches.items()} == {
+        "550": "550.54.15-1",
+        "580": "580.95.05-1",
+    }
+    assert info["apt_repository"]["later_snapshot"]["adds"] == {
+        "cuda-drivers-580": "580.105.08-1",
+        "nvidia-driver": "580.105.08-1",
+        "nvidia-kernel-dkms": "580.105.08-1",
+        "nvidia-kernel-open-dkms": "580.105.08-1",
+        "nvidia-open": "580.105.08-1",
+        "kindling-fixture-canary": "2.0-1",
+    }
+    assert info["cudnn_tarball"]["manifest"] == MANIFEST
+    assert info["cudnn_tarball"]["path"] == TARBALL
+    assert info["cudnn_tarball"]["version"] == "9.13.0.50"
+    page = (srv / "index.html").read_text()
+    assert "Kindling test fixture server" in page
+    for path in (APT_REPO, UBUNTU_REPO, MANIFEST, TARBALL):
+        assert f'href="{path}' in page, path
 
 
 def test_fingerprints_recorded_and_distinct(srv):
@@ -247,8 +318,9 @@ def _versions(repo: Path) -> set[tuple[str, str]]:
 def test_later_snapshot_adds_a_point_release_and_canary_2(repo, srv):
     later = srv / "later" / "compute/cuda/repos/debian12/x86_64"
     pairs = _versions(later)
-    assert ("nvidia-driver-535", "535.216.03-1") in pairs
-    assert ("nvidia-driver-535", "535.183.01-1") in pairs
+    assert ("nvidia-driver", "580.105.08-1") in pairs
+    assert ("nvidia-kernel-dkms", "580.105.08-1") in pairs
+    assert ("nvidia-driver", "580.95.05-1") in pairs
     assert ("kindling-fixture-canary", "2.0-1") in pairs
     assert ("kindling-fixture-canary", "1.0-1") not in pairs
     assert _versions(repo) - {("kindling-fixture-canary", "1.0-1")} <= pairs
@@ -276,15 +348,29 @@ def test_rotated_copy_is_signed_by_the_wrong_key_beside_the_old_pub(repo, srv):
     assert (rotated / pubs[0]).read_bytes() == (repo / pubs[0]).read_bytes()
 
 
-def test_driver_postinst_waits_only_when_asked(repo, tmp_path):
-    deb = next(repo.glob("nvidia-driver-535_*.deb"))
-    _run(["dpkg-deb", "-e", deb, tmp_path / "control"])
+@pytest.mark.parametrize(
+    ("where", "name", "version"),
+    [
+        (APT_REPO, "nvidia-kernel-dkms", "580.95.05-1"),
+        (APT_REPO, "nvidia-kernel-open-dkms", "550.54.15-1"),
+        (UBUNTU_REPO, "nvidia-driver-580", "580.95.05-0ubuntu1"),
+    ],
+)
+def test_kernel_module_postinst_waits_only_when_asked(srv, tmp_path, where, name, version):
+    _run(["dpkg-deb", "-e", _deb(srv / where, name, version), tmp_path / "control"])
     postinst = (tmp_path / "control" / "postinst").read_text()
     assert "/etc/kindling-fixture/dkms-build-seconds" in postinst
     assert 'if [ "$1" = configure ] && [ -r /etc/kindling-fixture/dkms-build-seconds ]' in postinst
 
 
-def test_release_names_nvidia_and_says_it_is_a_fixture(repo):
+def test_debian_userspace_package_has_no_dkms_postinst(repo, tmp_path):
+    _run(["dpkg-deb", "-e", _deb(repo, "nvidia-driver", "580.95.05-1"), tmp_path / "control"])
+    assert not (tmp_path / "control" / "postinst").exists()
+
+
+@pytest.mark.parametrize("where", [APT_REPO, UBUNTU_REPO])
+def test_release_names_nvidia_and_says_it_is_a_fixture(srv, where):
+    repo = srv / where
     release = (repo / "Release").read_text()
     assert "\nOrigin: NVIDIA\n" in "\n" + release
     assert "\nLabel: NVIDIA CUDA\n" in "\n" + release
@@ -293,10 +379,14 @@ def test_release_names_nvidia_and_says_it_is_a_fixture(repo):
     assert packages_gz in release
 
 
-def test_packages_lists_each_package_with_its_exact_version(repo):
-    stanzas = _packages(repo)
-    assert {name: fields["Version"] for name, fields in stanzas.items()} == EXPECTED_VERSIONS
-    for name, fields in stanzas.items():
+@pytest.mark.parametrize(
+    ("where", "expected"), [(APT_REPO, EXPECTED_VERSIONS), (UBUNTU_REPO, EXPECTED_UBUNTU_VERSIONS)]
+)
+def test_packages_lists_each_package_with_its_exact_version(srv, where, expected):
+    repo = srv / where
+    assert _index_versions(repo) == {name: sorted(v) for name, v in expected.items()}
+    for fields in _stanzas(repo):
+        name = fields["Package"]
         synopsis = fields["Description"].splitlines()[0]
         assert synopsis == (
             f"Kindling test fixture: stand-in for NVIDIA's {name}, not the real software"
@@ -304,25 +394,123 @@ def test_packages_lists_each_package_with_its_exact_version(repo):
         assert fields["Filename"] == f"./{Path(fields['Filename']).name}"
 
 
-def test_package_relationships(repo):
-    stanzas = _packages(repo)
-    for branch, version in (
-        ("510", "510.47.03-1"),
-        ("535", "535.183.01-1"),
-        ("550", "550.54.15-1"),
-    ):
-        assert (
-            stanzas[f"cuda-drivers-{branch}"]["Depends"] == f"nvidia-driver-{branch} (= {version})"
+def test_debian_layout_relationships(repo):
+    for version in ("550.54.15-1", "580.95.05-1"):
+        branch = version.split(".")[0]
+        meta = _stanza(repo, f"cuda-drivers-{branch}", version)
+        # unversioned names with >= only, as NVIDIA's Debian packages: the reason for a pin
+        assert meta["Depends"] == (
+            f"nvidia-driver (>= {version}), nvidia-kernel-dkms (>= {version})"
         )
-        driver = stanzas[f"nvidia-driver-{branch}"]
-        assert "kindling-fixture-nvidia-driver" in driver["Provides"]
-        assert "kindling-fixture-nvidia-driver" in driver["Conflicts"]
-    for branch in ("535", "550"):
+        assert _stanza(repo, "nvidia-open", version)["Depends"] == (
+            f"nvidia-driver (>= {version}), nvidia-kernel-open-dkms (>= {version})"
+        )
+        driver = _stanza(repo, "nvidia-driver", version)
+        assert (
+            f"nvidia-kernel-dkms (= {version}) | nvidia-kernel-open-dkms (= {version})"
+            in (driver["Depends"])
+        )
+        for name, other in (
+            ("nvidia-kernel-dkms", "nvidia-kernel-open-dkms"),
+            ("nvidia-kernel-open-dkms", "nvidia-kernel-dkms"),
+        ):
+            module = _stanza(repo, name, version)
+            assert module["Provides"] == "kindling-fixture-nvidia-kernel-module"
+            assert other in module["Conflicts"].split(", ")
+    stanzas = _packages(repo)
+    assert "cuda-toolkit-13-0" in stanzas["cuda"]["Depends"]
+    assert "cuda-drivers-580" in stanzas["cuda"]["Depends"]
+    for cuda in ("12", "13"):
+        version = "9.14.0.64-1"
+        assert stanzas[f"libcudnn9-dev-cuda-{cuda}"]["Depends"] == (
+            f"libcudnn9-cuda-{cuda} (= {version})"
+        )
+        assert (
+            f"libcudnn9-dev-cuda-{cuda} (= {version})" in stanzas[f"cudnn9-cuda-{cuda}"]["Depends"]
+        )
+
+
+def test_ubuntu_layout_relationships(srv):
+    repo = srv / UBUNTU_REPO
+    stanzas = _packages(repo)
+    for branch, version in (("550", "550.54.15-0ubuntu1"), ("580", "580.95.05-0ubuntu1")):
+        assert stanzas[f"cuda-drivers-{branch}"]["Depends"] == (
+            f"nvidia-driver-{branch} (= {version})"
+        )
         assert f"nvidia-driver-{branch}" in stanzas[f"nvidia-driver-{branch}-open"]["Conflicts"]
-    assert "cuda-toolkit-11-6" in stanzas["cuda"]["Depends"]
-    assert "cuda-drivers-510" in stanzas["cuda"]["Depends"]
-    assert stanzas["libcudnn8-dev"]["Depends"] == "libcudnn8 (= 8.4.0.27-1+cuda11.6)"
-    assert "libcudnn9-dev-cuda-12 (= 9.1.0.70-1)" in stanzas["cudnn9-cuda-12"]["Depends"]
+        assert "kindling-fixture-nvidia-driver" in stanzas[f"nvidia-driver-{branch}"]["Provides"]
+    assert stanzas["cuda-drivers"]["Depends"] == "nvidia-driver (= 590.48.01-0ubuntu1)"
+    assert "nvidia-driver" in stanzas["nvidia-driver-open"]["Conflicts"].split(", ")
+    assert stanzas["nvidia-driver-pinning-590"]["Version"] == "590-1ubuntu1"
+    assert not any(name.startswith("nvidia-kernel") for name in stanzas)
+
+
+def _driver_choices(repo_id: str, branch: str):
+    layout = stack_plan.REPOSITORIES[repo_id]["layout"]
+    choices = stack_plan.driver_package_choices(layout, branch)
+    assert choices, (repo_id, branch)
+    return [(choice, stack_plan.driver_packages(layout, branch, *choice)) for choice in choices]
+
+
+def _satisfied(relation: str, index: list[dict[str, str]], extra: set[str]) -> bool:
+    """Whether one Depends entry ("a (>= 1) | b") is met by a package of the index."""
+    for alternative in relation.split("|"):
+        match = re.fullmatch(r"\s*([^\s(]+)\s*(?:\((<<|<=|=|>=|>>)\s*([^)\s]+)\))?\s*", alternative)
+        assert match, relation
+        name, op, version = match.groups()
+        if name in extra and op is None:
+            return True
+        for fields in index:
+            provides = [p.strip() for p in fields.get("Provides", "").split(",") if p.strip()]
+            if fields["Package"] == name:
+                if op is None:
+                    return True
+                ops = {"<<": "lt", "<=": "le", "=": "eq", ">=": "ge", ">>": "gt"}
+                cmp = _run(["dpkg", "--compare-versions", fields["Version"], ops[op], version])
+                if cmp.returncode == 0:
+                    return True
+            elif name in provides and op is None:
+                return True
+    return False
+
+
+# Not in NVIDIA's repository, part of every host the roles run on (the stand-ins' python3).
+BASE_SYSTEM = {"python3"}
+
+
+@pytest.mark.parametrize("repo_id", sorted(FIXTURE_BRANCHES))
+def test_catalogue_driver_packages_exist_at_each_branch_version(srv, repo_id):
+    """Every package the catalogue names for each branch, module and package flavour is in the
+    index at the branch's version, and its Depends are satisfiable within the index."""
+    where, branches = FIXTURE_BRANCHES[repo_id]
+    repo = srv / where
+    index = _stanzas(repo)
+    layout = stack_plan.REPOSITORIES[repo_id]["layout"]
+    checked = set()
+    for branch, driver in branches.items():
+        for choice, plan in _driver_choices(repo_id, branch):
+            assert plan["version"] == f"{branch}.*"
+            wanted = [(name, f"{driver}-{REVISION[layout]}") for name in plan["packages"]]
+            if plan["pinning"]:
+                assert plan["pinning"] == f"nvidia-driver-pinning-{branch}"
+                wanted.append((plan["pinning"], f"{branch}-{PINNING_REVISION[layout]}"))
+            for name, version in wanted:
+                fields = _stanza(repo, name, version)
+                assert re.match(plan["version_regex"], version) or name == plan["pinning"]
+                for relation in filter(None, fields.get("Depends", "").split(",")):
+                    assert _satisfied(relation, index, BASE_SYSTEM), (choice, name, relation)
+                checked.add((name, version))
+    assert len(checked) >= 3 * len(branches)
+
+
+def test_cuda_and_cudnn_names_come_from_the_catalogue(repo):
+    stanzas = _packages(repo)
+    for cuda, version in (("13.0", "13.0.2-1"), ("12.4", "12.4.1-1")):
+        (toolkit,) = stack_plan.toolkit_packages("debian", [cuda])
+        assert stanzas[toolkit]["Version"] == version
+        plan = gpu_compat.cudnn_packages("9.14.0.64", cuda)
+        for name in (plan["runtime"], plan["dev"], plan["meta"]):
+            assert stanzas[name]["Version"] == plan["version"]
 
 
 def test_cuda_keyring_ships_the_fixture_key(extracted, srv):
@@ -335,15 +523,17 @@ def test_cuda_keyring_ships_the_fixture_key(extracted, srv):
 
 
 @pytest.mark.parametrize(
-    ("package", "driver", "cuda"),
+    ("where", "package", "version", "cuda"),
     [
-        ("nvidia-driver-510", "510.47.03", "11.6"),
-        ("nvidia-driver-535", "535.183.01", "12.2"),
-        ("nvidia-driver-550-open", "550.54.15", "12.4"),
+        (APT_REPO, "nvidia-driver", "550.54.15-1", "12.4"),
+        (APT_REPO, "nvidia-driver", "580.95.05-1", "13.0"),
+        (UBUNTU_REPO, "nvidia-driver-550-open", "550.54.15-0ubuntu1", "12.4"),
+        (UBUNTU_REPO, "nvidia-driver-open", "590.48.01-0ubuntu1", "13.1"),
     ],
 )
-def test_nvidia_smi_xml_carries_the_package_identity(extracted, package, driver, cuda):
-    root = extracted(package)
+def test_nvidia_smi_xml_carries_the_package_identity(extracted, where, package, version, cuda):
+    driver = version.split("-")[0]
+    root = extracted(package, version, where)
     proc = _smi(root, "-q", "-x")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -357,18 +547,29 @@ def test_nvidia_smi_xml_carries_the_package_identity(extracted, package, driver,
     assert log.findtext("gpu/fb_memory_usage/total") == "40960 MiB"
     assert _smi(root, "-x", "-q").stdout == proc.stdout
     assert _smi(root, "--query", "--xml-format").stdout == proc.stdout
-    branch = package.split("-")[2]
+    branch = driver.split(".")[0]
     assert (root / "usr/share/kindling-fixture/driver-branch").read_text().strip() == branch
+    assert (root / "usr/share/kindling-fixture/driver-version").read_text().strip() == driver
     assert "Kindling test stand-in" in (root / "usr/bin/nvidia-smi").read_text().split("\n", 3)[1]
 
 
+@pytest.mark.parametrize(
+    ("name", "flavour"),
+    [("nvidia-kernel-dkms", "proprietary"), ("nvidia-kernel-open-dkms", "open")],
+)
+def test_debian_kernel_module_packages_carry_the_flavour(extracted, name, flavour):
+    root = extracted(name, "580.95.05-1")
+    assert (root / "usr/share/kindling-fixture/driver-flavour").read_text() == f"{flavour}\n"
+    assert not (root / "usr/bin").exists()
+
+
 def test_nvidia_smi_query_gpu(extracted):
-    root = extracted("nvidia-driver-510")
+    root = extracted("nvidia-driver", "580.95.05-1")
     proc = _smi(root, "--query-gpu=compute_cap", "--format=csv,noheader")
     assert (proc.returncode, proc.stdout) == (0, "8.0\n")
     proc = _smi(root, "--query-gpu=name,driver_version,memory.total", "--format=csv")
     assert proc.stdout == (
-        "name, driver_version, memory.total [MiB]\nNVIDIA A100-SXM4-40GB, 510.47.03, 40960 MiB\n"
+        "name, driver_version, memory.total [MiB]\nNVIDIA A100-SXM4-40GB, 580.95.05, 40960 MiB\n"
     )
     proc = _smi(root, "--query-gpu=memory.total,utilization.gpu", "--format=csv,noheader,nounits")
     assert proc.stdout == "40960, 0\n"
@@ -378,10 +579,10 @@ def test_nvidia_smi_query_gpu(extracted):
 
 
 def test_nvidia_smi_text_modes_and_failures(extracted, tmp_path):
-    root = extracted("nvidia-driver-510")
+    root = extracted("nvidia-driver", "580.95.05-1")
     table = _smi(root)
     assert table.returncode == 0
-    assert "Driver Version: 510.47.03" in table.stdout and "CUDA Version: 11.6" in table.stdout
+    assert "Driver Version: 580.95.05" in table.stdout and "CUDA Version: 13.0" in table.stdout
     assert "NVIDIA A100-SXM4-40GB" in table.stdout
     widths = {len(line) for line in table.stdout.splitlines()[1:12] if line.startswith(("|", "+"))}
     assert len(widths) == 1, "the substituted table must keep its column layout"
@@ -399,18 +600,46 @@ def test_nvidia_smi_text_modes_and_failures(extracted, tmp_path):
     assert _smi(root, "-L", KINDLING_FAKE_SMI_FAIL_FILE=str(switch)).returncode == 18
 
 
-def test_driver_ships_persistenced_unit(extracted):
-    root = extracted("nvidia-driver-510")
-    unit = (root / "lib/systemd/system/nvidia-persistenced.service").read_text()
-    assert "Type=simple" in unit and "ExecStart=/usr/bin/nvidia-persistenced" in unit
+def test_nvidia_smi_reports_persistence_mode_from_the_state_file(extracted, tmp_path):
+    root = extracted("nvidia-driver", "580.95.05-1")
+    state = tmp_path / "persistence-mode"
+
+    def report(**env):
+        query = _smi(root, "--query-gpu=persistence_mode", "--format=csv,noheader", **env)
+        xml = ET.fromstring(_smi(root, "-q", "-x", **env).stdout.encode())
+        text = re.search(r"Persistence Mode\s+: (\S+)", _smi(root, "-q", **env).stdout)
+        table = _smi(root, **env).stdout
+        row = next(line for line in table.splitlines() if re.match(r"^\|\s+0\s", line))
+        column = row.split("|")[1].split()[-1]
+        return query.stdout.strip(), xml.findtext("gpu/persistence_mode"), text.group(1), column
+
+    assert report() == ("Disabled", "Disabled", "Disabled", "Off")  # no state file
+    state.write_text("Enabled\n")
+    assert report(KINDLING_FAKE_PERSISTENCE_FILE=str(state)) == (
+        "Enabled",
+        "Enabled",
+        "Enabled",
+        "On",
+    )
+    state.write_text("Disabled\n")
+    assert report(KINDLING_FAKE_PERSISTENCE_FILE=str(state))[0] == "Disabled"
+    enabled = _smi(root, KINDLING_FAKE_PERSISTENCE_FILE=str(state)).stdout
+    widths = {len(line) for line in enabled.splitlines()[1:12] if line.startswith(("|", "+"))}
+    assert len(widths) == 1
+
+
+def _persistenced(root: Path, state: Path, *args):
     daemon = subprocess.Popen(
-        [root / "usr/bin/nvidia-persistenced"],
+        [root / "usr/bin/nvidia-persistenced", *args],
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "KINDLING_FAKE_PERSISTENCED_DIR": str(state)},
         start_new_session=True,  # its own process group, so nothing it starts can outlive the test
     )
     try:
         assert "stand-in" in daemon.stderr.readline()
+        mode = (state / "persistence-mode").read_text().strip()
+        pid = (state / "nvidia-persistenced.pid").read_text().strip()
         daemon.terminate()
         assert daemon.wait(timeout=5) == 0
     finally:
@@ -418,24 +647,41 @@ def test_driver_ships_persistenced_unit(extracted):
             os.killpg(daemon.pid, signal.SIGKILL)
         daemon.wait(timeout=5)
         daemon.stderr.close()
+    assert pid == str(daemon.pid)
+    assert not (state / "persistence-mode").exists(), "removed when it stops"
+    return mode
+
+
+def test_driver_ships_persistenced_unit_that_disables_persistence(extracted, tmp_path):
+    root = extracted("nvidia-driver", "580.95.05-1")
+    unit = (root / "lib/systemd/system/nvidia-persistenced.service").read_text()
+    assert "Type=simple" in unit
+    exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1).split()
+    assert exec_start[0] == "/usr/bin/nvidia-persistenced"
+    assert "--no-persistence-mode" in exec_start  # as Ubuntu's packaged unit: a role overrides it
+    assert _persistenced(root, tmp_path / "a", *exec_start[1:]) == "Disabled"
+    assert _persistenced(root, tmp_path / "b", "--user", "nvidia-persistenced") == "Enabled"
+    assert _persistenced(root, tmp_path / "c", "--no-persistence-mode", "--persistence-mode") == (
+        "Enabled"
+    )
 
 
 def test_toolkit_nvcc_and_usrlocal_links(extracted, repo):
-    root = extracted("cuda-toolkit-11-6")
-    nvcc = _run([root / "usr/lib/kindling-fixture/cuda-11.6/bin/nvcc", "--version"])
+    root = extracted("cuda-toolkit-13-0")
+    nvcc = _run([root / "usr/lib/kindling-fixture/cuda-13.0/bin/nvcc", "--version"])
     assert nvcc.returncode == 0
-    assert nvcc.stdout.startswith("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2022")
-    assert "Cuda compilation tools, release 11.6, V11.6.124\n" in nvcc.stdout
-    assert nvcc.stdout.endswith("Build cuda_11.6.r11.6/compiler.31057947_0\n")
-    assert (root / "usr/lib/kindling-fixture/cuda-11.6/lib64/libcudart.so.11.6.stub").is_file()
+    assert nvcc.stdout.startswith("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025")
+    assert "Cuda compilation tools, release 13.0, V13.0.88\n" in nvcc.stdout
+    assert nvcc.stdout.endswith("Build cuda_13.0.r13.0/compiler.36424714_0\n")
+    assert (root / "usr/lib/kindling-fixture/cuda-13.0/lib64/libcudart.so.13.0.stub").is_file()
     assert (
-        "#define CUDA_VERSION 11060"
-        in (root / "usr/lib/kindling-fixture/cuda-11.6/include/cuda.h").read_text()
+        "#define CUDA_VERSION 13000"
+        in (root / "usr/lib/kindling-fixture/cuda-13.0/include/cuda.h").read_text()
     )
-    contents = _run(["dpkg-deb", "-c", _deb(repo, "cuda-toolkit-11-6")]).stdout
+    contents = _run(["dpkg-deb", "-c", _deb(repo, "cuda-toolkit-13-0")]).stdout
     assert "./usr/local" not in contents
-    control = _run(["dpkg-deb", "-I", _deb(repo, "cuda-toolkit-11-6"), "postinst"]).stdout
-    assert "ln -sfn /usr/lib/kindling-fixture/cuda-11.6 /usr/local/cuda-11.6" in control
+    control = _run(["dpkg-deb", "-I", _deb(repo, "cuda-toolkit-13-0"), "postinst"]).stdout
+    assert "ln -sfn /usr/lib/kindling-fixture/cuda-13.0 /usr/local/cuda-13.0" in control
     commands = "\n".join(line for line in control.splitlines() if not line.lstrip().startswith("#"))
     assert not re.search(r"/usr/local/cuda(\s|$)", commands), "the roles own /usr/local/cuda"
     nvcc12 = _run(
@@ -444,22 +690,21 @@ def test_toolkit_nvcc_and_usrlocal_links(extracted, repo):
     assert "Cuda compilation tools, release 12.4, V12.4.131\n" in nvcc12.stdout
 
 
-def test_cudnn_packages_carry_real_header_format(extracted):
-    dev8 = extracted("libcudnn8-dev")
-    header = (dev8 / "usr/include/cudnn_version.h").read_text()
+@pytest.mark.parametrize("cuda", ["12", "13"])
+def test_cudnn_packages_carry_real_header_format(extracted, cuda):
+    header = (
+        extracted(f"libcudnn9-dev-cuda-{cuda}") / "usr/include/x86_64-linux-gnu/cudnn_version_v9.h"
+    ).read_text()
     for macro in (
-        "#define CUDNN_MAJOR 8\n",
-        "#define CUDNN_MINOR 4\n",
+        "#define CUDNN_MAJOR 9\n",
+        "#define CUDNN_MINOR 14\n",
         "#define CUDNN_PATCHLEVEL 0\n",
+        "CUDNN_MAJOR * 10000",
     ):
         assert macro in header
-    lib8 = extracted("libcudnn8") / "usr/lib/x86_64-linux-gnu"
-    assert os.readlink(lib8 / "libcudnn.so.8") == "libcudnn.so.8.4.0"
-    assert (lib8 / "libcudnn.so.8.4.0").is_file()
-    header9 = (
-        extracted("libcudnn9-dev-cuda-12") / "usr/include/x86_64-linux-gnu/cudnn_version_v9.h"
-    ).read_text()
-    assert "#define CUDNN_MAJOR 9\n" in header9 and "#define CUDNN_MINOR 1\n" in header9
+    lib = extracted(f"libcudnn9-cuda-{cuda}") / "usr/lib/x86_64-linux-gnu"
+    assert os.readlink(lib / "libcudnn.so.9") == "libcudnn.so.9.14.0"
+    assert (lib / "libcudnn.so.9.14.0").is_file()
 
 
 def test_nvidia_ctk_merges_docker_runtime(extracted, tmp_path):
@@ -498,6 +743,25 @@ def test_dcgm_needs_its_host_engine(extracted, tmp_path):
 # ---------------------------------------------------------------------------- tarball
 
 
+def test_cudnn_redist_manifest_lists_the_tarball(srv):
+    manifest = json.loads((srv / MANIFEST).read_text())
+    assert {k: manifest[k] for k in ("release_label", "release_product")} == {
+        "release_label": "9.13.0",
+        "release_product": "cudnn",
+    }
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", manifest["release_date"])
+    cudnn = manifest["cudnn"]
+    assert cudnn["version"] == "9.13.0.50"
+    assert cudnn["cuda_variant"] == ["12", "13"]
+    assert (srv / REDIST / cudnn["license_path"]).is_file()
+    entry = cudnn["linux-x86_64"]["cuda13"]
+    assert entry["relative_path"] == f"cudnn/linux-x86_64/{TARBALL_TOP}.tar.xz"
+    data = (srv / REDIST / entry["relative_path"]).read_bytes()
+    assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+    assert entry["md5"] == hashlib.md5(data).hexdigest()
+    assert entry["size"] == str(len(data))  # a string, as in NVIDIA's manifests
+
+
 def test_cudnn_tarball_checksum_and_layout(srv):
     tarball = srv / TARBALL
     digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
@@ -505,14 +769,17 @@ def test_cudnn_tarball_checksum_and_layout(srv):
     checksums = json.loads((srv / "checksums.json").read_text())
     assert checksums[TARBALL]["sha256"] == digest
     assert json.loads((srv / "fixtures.json").read_text())["cudnn_tarball"]["sha256"] == digest
-    top = "cudnn-linux-x86_64-8.4.0.27_cuda11.6-archive"
+    top = TARBALL_TOP
     with tarfile.open(tarball) as archive:
         members = {member.name: member for member in archive.getmembers()}
         header = archive.extractfile(f"{top}/include/cudnn_version.h").read().decode()
-    assert members[f"{top}/lib/libcudnn.so.8"].linkname == "libcudnn.so.8.4.0"
-    assert members[f"{top}/lib/libcudnn.so.8.4.0"].isfile()
+    assert members[f"{top}/lib/libcudnn.so.9"].linkname == "libcudnn.so.9.13.0"
+    assert members[f"{top}/lib/libcudnn.so"].linkname == "libcudnn.so.9"
+    assert members[f"{top}/lib/libcudnn.so.9.13.0"].isfile()
     assert {member.uid for member in members.values()} == {0}
-    assert "#define CUDNN_MAJOR 8\n" in header and "#define CUDNN_MINOR 4\n" in header
+    assert all(name == top or name.startswith(top + "/") for name in members)
+    for macro in ("#define CUDNN_MAJOR 9\n", "#define CUDNN_MINOR 13\n", "PATCHLEVEL 0\n"):
+        assert macro in header
 
 
 def test_cudnn_tarball_is_reproducible(srv, tmp_path):
@@ -522,9 +789,11 @@ def test_cudnn_tarball_is_reproducible(srv, tmp_path):
     try:
         spec.loader.exec_module(module)
         again = module.build_cudnn_tarball(tmp_path)
+        names = module.driver_names("debian", "580")
     finally:
         del sys.modules[spec.name]
     assert again["sha256"] == hashlib.sha256((srv / TARBALL).read_bytes()).hexdigest()
+    assert names["userspace"] == "nvidia-driver" and names["meta"] == "cuda-drivers-580"
 
 
 # ---------------------------------------------------------------------------- wheel index
@@ -603,29 +872,152 @@ def test_pip_resolves_torch_dependencies_from_the_fixture_index_alone(server, tm
 # ---------------------------------------------------------------------------- apt
 
 
-def _apt_update(tmp_path: Path, base_url: str, keyring: Path):
+def _apt_options(tmp_path: Path, base_url: str, keyring: Path, where: str = APT_REPO) -> list:
+    """A scratch apt configuration: only the fixture repository, its own lists, cache and
+    dpkg status (with python3, which the base system has and NVIDIA's repository does not)."""
     lists = tmp_path / "lists"
-    (lists / "partial").mkdir(parents=True)
-    (tmp_path / "cache/archives/partial").mkdir(parents=True)
+    (lists / "partial").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cache/archives/partial").mkdir(parents=True, exist_ok=True)
+    status = tmp_path / "status"
+    if not status.exists():
+        status.write_text(
+            "Package: python3\nStatus: install ok installed\nPriority: optional\n"
+            "Section: python\nMaintainer: Kindling tests <tests@kindling.invalid>\n"
+            "Architecture: amd64\nVersion: 3.11.2-1+b1\n"
+            "Description: interactive high-level object-oriented language (base system)\n\n"
+        )
     sources = tmp_path / "fixture.list"
-    sources.write_text(f"deb [signed-by={keyring}] {base_url}/{APT_REPO}/ /\n")
+    sources.write_text(f"deb [signed-by={keyring}] {base_url}/{where}/ /\n")
+    return [
+        "-o",
+        f"Dir::Etc::sourcelist={sources}",
+        "-o",
+        "Dir::Etc::sourceparts=-",
+        "-o",
+        f"Dir::State::Lists={lists}",
+        "-o",
+        f"Dir::State::status={status}",
+        "-o",
+        f"Dir::State::extended_states={tmp_path / 'extended_states'}",
+        "-o",
+        f"Dir::Cache={tmp_path / 'cache'}",
+        "-o",
+        "Dir::Etc::preferences=/dev/null",
+        "-o",
+        "Dir::Etc::preferencesparts=-",
+        "-o",
+        "APT::Architecture=amd64",
+        "-o",
+        "Debug::NoLocking=true",
+        "-o",
+        "Acquire::http::Proxy::127.0.0.1=DIRECT",
+    ]
+
+
+def _apt_update(tmp_path: Path, base_url: str, keyring: Path, where: str = APT_REPO):
     return _run(
-        [
-            "apt-get",
-            "-o",
-            f"Dir::Etc::sourcelist={sources}",
-            "-o",
-            "Dir::Etc::sourceparts=-",
-            "-o",
-            f"Dir::State::Lists={lists}",
-            "-o",
-            f"Dir::Cache={tmp_path / 'cache'}",
-            "-o",
-            "Acquire::http::Proxy::127.0.0.1=DIRECT",
-            "update",
-        ],
+        ["apt-get", *_apt_options(tmp_path, base_url, keyring, where), "update"],
         env={**os.environ, "LC_ALL": "C"},
     )
+
+
+@pytest.fixture(scope="session")
+def apt_scratch(server, srv, tmp_path_factory):
+    """apt-get, updated against each fixture repository in its own scratch configuration."""
+    keyring = srv / "keys/kindling-fixture-archive-keyring.gpg"
+    configs = {}
+    for repo_id, (where, _branches) in FIXTURE_BRANCHES.items():
+        scratch = tmp_path_factory.mktemp(f"apt-{repo_id}")
+        proc = _apt_update(scratch, server, keyring, where)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        configs[repo_id] = _apt_options(scratch, server, keyring, where)
+
+    def simulate(repo_id: str, *packages: str):
+        return _run(
+            [
+                "apt-get",
+                *configs[repo_id],
+                "install",
+                "--simulate",
+                "--no-install-recommends",
+                *packages,
+            ],
+            env={**os.environ, "LC_ALL": "C"},
+        )
+
+    return simulate
+
+
+def _installs(output: str) -> dict[str, str]:
+    return dict(re.findall(r"^Inst (\S+) \((\S+)", output, re.M))
+
+
+def _sim_cases():
+    """One proprietary and one open combination of each layout (and every other one too)."""
+    cases = []
+    for repo_id, (_where, branches) in sorted(FIXTURE_BRANCHES.items()):
+        for branch, driver in branches.items():
+            for (modules, flavor), _plan in _driver_choices(repo_id, branch):
+                cases.append(
+                    pytest.param(
+                        repo_id,
+                        branch,
+                        driver,
+                        modules,
+                        flavor,
+                        id=f"{repo_id}-{branch}-{modules}-{flavor}",
+                    )
+                )
+    return cases
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apt-get needs root")
+@pytest.mark.parametrize(("repo_id", "branch", "driver", "modules", "flavor"), _sim_cases())
+def test_apt_installs_each_catalogue_combination(
+    apt_scratch, repo_id, branch, driver, modules, flavor
+):
+    layout = stack_plan.REPOSITORIES[repo_id]["layout"]
+    plan = stack_plan.driver_packages(layout, branch, modules, flavor)
+    wanted = [f"{name}={plan['version']}" for name in plan["packages"]]
+    if plan["pinning"]:
+        wanted.insert(0, plan["pinning"])
+    proc = apt_scratch(repo_id, *wanted)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    installs = _installs(proc.stdout)
+    version = f"{driver}-{REVISION[layout]}"
+    for name in plan["packages"]:
+        assert installs.get(name) == version, (name, installs)
+    if layout == "debian":
+        assert installs.get(DEBIAN_MODULES[modules]) == version
+        assert DEBIAN_MODULES["open" if modules == "proprietary" else "proprietary"] not in installs
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apt-get needs root")
+@pytest.mark.parametrize(
+    ("repo_id", "packages"),
+    [
+        ("debian12", ["nvidia-kernel-dkms=550.*", "nvidia-kernel-open-dkms=550.*"]),
+        ("debian12", ["nvidia-kernel-dkms=580.*", "nvidia-kernel-open-dkms=580.*"]),
+        ("ubuntu2204", ["nvidia-driver-550=550.*", "nvidia-driver-550-open=550.*"]),
+        ("ubuntu2204", ["nvidia-driver=590.*", "nvidia-driver-open=590.*"]),
+        ("ubuntu2204", ["nvidia-driver-550=550.*", "nvidia-driver-580=580.*"]),
+    ],
+)
+def test_apt_refuses_proprietary_and_open_modules_together(apt_scratch, repo_id, packages):
+    proc = apt_scratch(repo_id, *packages)
+    assert proc.returncode != 0, proc.stdout
+    assert "Conflicts" in proc.stdout + proc.stderr or "broken packages" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apt-get needs root")
+def test_debian_cuda_drivers_without_a_pin_takes_the_newest_driver(apt_scratch):
+    """cuda-drivers-550 depends on nvidia-driver (>= 550...) only: unpinned, apt takes 580."""
+    proc = apt_scratch("debian12", "cuda-drivers-550")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    installs = _installs(proc.stdout)
+    assert installs["cuda-drivers-550"] == "550.54.15-1"
+    assert installs["nvidia-driver"] == "580.95.05-1"
+    assert installs["nvidia-kernel-dkms"] == "580.95.05-1"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="apt-get update needs root")

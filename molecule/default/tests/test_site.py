@@ -1,12 +1,28 @@
-"""Verify the whole of site.yml on the Molecule host (testinfra, podman backend)."""
+"""Verify the whole of site.yml on the Molecule host (testinfra, podman backend).
+
+The stack is the roles' defaults (driver 580, CUDA 13.0, cuDNN 9.14) under the names of
+NVIDIA's debian12 repository, installed although the host has no GPU
+(nvidia_driver_skip_without_gpu and cuda_skip_without_gpu are false in molecule.yml).
+"""
 
 import json
+
+DRIVER = ("cuda-drivers-580", "nvidia-driver", "nvidia-kernel-dkms")
+CUDNN = ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13")
 
 
 def test_every_stage_left_its_mark(host):
     assert "blacklist nouveau" in host.file("/etc/modprobe.d/blacklist-nouveau.conf").content_string
-    assert host.package("cuda-drivers-510").is_installed
-    assert host.check_output("readlink /usr/local/cuda") == "/usr/local/cuda-11.6"
+    for pkg in DRIVER:
+        p = host.package(pkg)
+        assert p.is_installed and p.version == "580.95.05-1", pkg
+    assert host.check_output("readlink /usr/local/cuda") == "/usr/local/cuda-13.0"
+    assert "release 13.0," in host.check_output("/usr/local/cuda/bin/nvcc --version")
+    for pkg in CUDNN:
+        p = host.package(pkg)
+        assert p.is_installed and p.version == "9.14.0.64-1", pkg
+    header = host.file("/usr/include/x86_64-linux-gnu/cudnn_version_v9.h").content_string
+    assert "#define CUDNN_MINOR 14" in header
     assert "CUDA_HOME" in host.file("/etc/profile.d/cuda.sh").content_string
     torch = host.check_output(
         "/opt/venvs/pytorch/bin/python -c 'import torch; print(torch.__version__)'"
@@ -18,7 +34,8 @@ def test_every_stage_left_its_mark(host):
 
 def test_driver_and_cudnn_are_held(host):
     holds = host.check_output("apt-mark showhold").split()
-    assert "cuda-drivers-510" in holds and "libcudnn8" in holds
+    assert set(DRIVER) <= set(holds), holds
+    assert set(CUDNN) <= set(holds), holds
 
 
 def test_nothing_listens_beyond_loopback(host):

@@ -1,4 +1,9 @@
-"""Verify the nvidia_driver stage on the Molecule test host (testinfra)."""
+"""Verify the nvidia_driver stage on the Molecule test host (testinfra).
+
+The host is Debian 12, so the role must have asked for the names NVIDIA's debian12
+repository uses (cuda-drivers-580 with the unsuffixed nvidia-driver and
+nvidia-kernel-dkms), which the stand-in repository is generated with from the catalogue.
+"""
 
 import json
 
@@ -23,30 +28,47 @@ def test_keyring_holds_the_fixture_key(host):
     fprs = [ln.split(":")[9] for ln in out.splitlines() if ln.startswith("fpr:")]
     assert fprs, out
     # apt trusts the repository with it: the driver came from there.
-    policy = host.check_output("apt-cache policy cuda-drivers-510")
+    policy = host.check_output("apt-cache policy cuda-drivers-580")
     assert "/compute/cuda/repos/debian12/x86_64" in policy
 
 
-def test_driver_packages_pinned_version_and_held(host):
-    for pkg in ("cuda-drivers-510", "nvidia-driver-510"):
+DEBIAN_DRIVER = ("cuda-drivers-580", "nvidia-driver", "nvidia-kernel-dkms")
+
+
+def test_driver_packages_have_debians_names_pinned_version_and_held(host):
+    for pkg in DEBIAN_DRIVER:
         p = host.package(pkg)
-        assert p.is_installed
-        assert p.version == "510.47.03-1"
+        assert p.is_installed, pkg
+        assert p.version == "580.95.05-1", pkg
     held = host.check_output("apt-mark showhold").split()
-    assert "cuda-drivers-510" in held and "nvidia-driver-510" in held
-    sel = host.check_output("dpkg --get-selections nvidia-driver-510")
-    assert sel.split() == ["nvidia-driver-510", "hold"]
+    assert set(DEBIAN_DRIVER) <= set(held), held
+    # Ubuntu's suffixed names do not exist in NVIDIA's debian12 repository.
+    assert not host.package("nvidia-driver-580").is_installed
+    sel = host.check_output("dpkg --get-selections nvidia-driver")
+    assert sel.split() == ["nvidia-driver", "hold"]
+
+
+def test_proprietary_kernel_modules_chosen(host):
+    # auto on branch 580: NVIDIA's default is open, but debian12 has no open-module
+    # cuda-drivers set, so the role fell back to proprietary and said why.
+    assert host.package("nvidia-kernel-dkms").is_installed
+    assert not host.package("nvidia-kernel-open-dkms").is_installed
+    flavour = host.file("/usr/share/kindling-fixture/driver-flavour").content_string.strip()
+    assert flavour == "proprietary"
 
 
 def test_preferences_pin(host):
     f = host.file(PIN)
     assert f.exists
     text = f.content_string
-    assert "Package: cuda-drivers-510 nvidia-driver-510" in text
-    assert "Pin: version 510.*" in text
+    assert "Package: cuda-drivers-580 nvidia-driver nvidia-kernel-dkms /^(lib)?nvidia-/" in text
+    assert "Pin: version 580.*" in text
     assert "Pin-Priority: 1001" in text
-    policy = host.check_output("apt-cache policy nvidia-driver-510")
+    policy = host.check_output("apt-cache policy nvidia-driver")
     assert "1001" in policy
+    # cuda-drivers-580 depends on nvidia-driver (>= ...) only: the pin keeps apt on 580.
+    candidate = next(ln for ln in policy.splitlines() if "Candidate:" in ln)
+    assert "580." in candidate
 
 
 def test_no_cuda_metapackage(host):
@@ -59,6 +81,21 @@ def test_persistenced_enabled_and_running(host):
     assert svc.is_running
 
 
+def test_persistenced_runs_with_persistence_mode_on(host):
+    # The packaged unit passes --no-persistence-mode; the role's drop-in replaces it.
+    dropin = host.file(
+        "/etc/systemd/system/nvidia-persistenced.service.d/kindling-persistence-mode.conf"
+    )
+    assert dropin.exists and dropin.mode == 0o644
+    exec_start = host.check_output("systemctl show -p ExecStart nvidia-persistenced")
+    assert "--persistence-mode" in exec_start
+    assert "--no-persistence-mode" not in exec_start
+    state = host.file("/run/nvidia-persistenced/persistence-mode").content_string.strip()
+    assert state == "Enabled"
+    out = host.check_output("nvidia-smi --query-gpu=persistence_mode --format=csv,noheader")
+    assert out.strip() == "Enabled"
+
+
 def test_reboot_recorded_not_done(host):
     record = host.file("/var/lib/kindling/reboot-required.json")
     assert record.exists
@@ -68,10 +105,10 @@ def test_reboot_recorded_not_done(host):
     req = data["requests"][0]
     assert req["policy"] == "auto" and req["needed"] is True
     assert "driver packages changed in this boot" in req["reason"]
-    assert "cuda-drivers-510" in req["reason"]
+    assert "cuda-drivers-580" in req["reason"]
     assert host.run("systemctl is-system-running").stdout.strip() in ("running", "degraded")
 
 
 def test_nvidia_smi_reports_the_installed_driver(host):
     out = host.check_output("nvidia-smi --query-gpu=driver_version,name --format=csv,noheader")
-    assert out.strip().startswith("510.47.03, NVIDIA A100-SXM4-40GB")
+    assert out.strip().startswith("580.95.05, NVIDIA A100-SXM4-40GB")

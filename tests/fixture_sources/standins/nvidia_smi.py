@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """nvidia-smi -- Kindling test stand-in, NOT NVIDIA's nvidia-smi.
 
-Installed as /usr/bin/nvidia-smi by the Kindling test-fixture packages nvidia-driver-<branch>
-(built by tests/fixture_sources/build_fixtures.py). It talks to no GPU and no driver: it prints
+Installed as /usr/bin/nvidia-smi by the Kindling test-fixture driver userspace packages
+(nvidia-driver on Debian, nvidia-driver-<branch> on Ubuntu; built by
+tests/fixture_sources/build_fixtures.py). It talks to no GPU and no driver: it prints
 real captures from an NVIDIA H200 host, copied from the Kindling repository's
 tests/fixtures/captures/h200/, in which the fixture build substituted the package's driver version,
 its CUDA version and the GPU identity (NVIDIA A100-SXM4-40GB, compute capability 8.0, 40960 MiB).
@@ -13,13 +14,22 @@ KINDLING_FAKE_SMI_FAIL=no-driver|mismatch reproduces the real failure messages a
 does that word in the file /etc/kindling-fixture/nvidia-smi-fail (for tests that cannot set the
 environment of the process that runs nvidia-smi). KINDLING_FAKE_SMI_DIR overrides where the
 captures are read from.
+
+Persistence Mode is not the capture's: it is read when printing from the file the stand-in
+nvidia-persistenced writes, /run/nvidia-persistenced/persistence-mode ("Enabled", or "Disabled"
+when the daemon runs with --no-persistence-mode); without the file it is "Disabled", as on a
+host where nothing turned it on. KINDLING_FAKE_PERSISTENCE_FILE overrides the path.
 """
 
 import os
+import re
 import sys
 
 CAPTURE_DIR = os.environ.get("KINDLING_FAKE_SMI_DIR", "/usr/share/kindling-fixture/nvidia-smi")
 FAIL_FILE = os.environ.get("KINDLING_FAKE_SMI_FAIL_FILE", "/etc/kindling-fixture/nvidia-smi-fail")
+PERSISTENCE_FILE = os.environ.get(
+    "KINDLING_FAKE_PERSISTENCE_FILE", "/run/nvidia-persistenced/persistence-mode"
+)
 
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -38,15 +48,46 @@ ALIASES = {
 }
 
 
+def persistence_mode():
+    """ "Enabled" or "Disabled", from the stand-in nvidia-persistenced's state file."""
+    try:
+        with open(PERSISTENCE_FILE, encoding="utf-8") as handle:
+            state = handle.read().strip()
+    except OSError:
+        return "Disabled"
+    return "Enabled" if state == "Enabled" else "Disabled"
+
+
+def _with_persistence(name, text):
+    mode = persistence_mode()
+    if name == "nvidia-smi-q.xml":
+        return re.sub(
+            r"<persistence_mode>[^<]*</persistence_mode>",
+            f"<persistence_mode>{mode}</persistence_mode>",
+            text,
+        )
+    if name == "nvidia-smi-q.txt":
+        return re.sub(r"(?m)^(\s*Persistence Mode\s+: )\S+$", rf"\g<1>{mode}", text)
+    if name == "smi.txt":
+        # The GPU row's first column ends with Persistence-M, "On " or "Off" (same width).
+        lines = text.split("\n")
+        for number, line in enumerate(lines):
+            if re.match(r"^\|\s+\d+\s", line):
+                value = "On " if mode == "Enabled" else "Off"
+                lines[number] = re.sub(r"(On |Off)( \|)", rf"{value}\2", line, count=1)
+        return "\n".join(lines)
+    return text
+
+
 def _emit(name):
     path = os.path.join(CAPTURE_DIR, name)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         sys.stderr.write(f"Kindling test stand-in nvidia-smi: cannot read capture {path}: {exc}\n")
         return 1
-    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.write(_with_persistence(name, text).encode("utf-8"))
     sys.stdout.flush()
     return 0
 
@@ -56,6 +97,11 @@ def _csv_table():
         lines = [line for line in handle.read().splitlines() if line.strip()]
     header = lines[0].split(", ")
     rows = [line.split(", ") for line in lines[1:]]
+    if "persistence_mode" in header:
+        column = header.index("persistence_mode")
+        mode = persistence_mode()
+        for row in rows:
+            row[column] = mode
     return header, rows
 
 

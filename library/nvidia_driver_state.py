@@ -1,0 +1,166 @@
+#!/usr/bin/python
+"""Ansible module: read the driver packages' dpkg state and decide install, present or adopt."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.driver_state import decide, parse_dpkg_status
+
+DOCUMENTATION = r"""
+---
+module: nvidia_driver_state
+short_description: Decide whether the NVIDIA driver is installed, kept or adopted
+description:
+  - Reads the dpkg status of the wanted driver packages and of the layout's
+    branch-selecting packages (C(dpkg-query), read-only), and decides with
+    module_utils/driver_state.py what the nvidia_driver role does.
+  - C(install) when a wanted package is missing, at another version, or left unfinished
+    by a killed dpkg run; C(present) when all are installed at the wanted version;
+    C(adopted) when a driver Kindling did not install works and meets the minimum.
+  - Never changes the host; runs the same way in check mode.
+version_added: "0.2.0"
+author:
+  - Kindling maintainers
+options:
+  packages:
+    description: The wanted driver packages (gpu_stack_check's C(packages.driver.packages)).
+    type: list
+    elements: str
+    required: true
+  version_regex:
+    description: A regex an installed Debian version of the wanted driver matches.
+    type: str
+    required: true
+  selection:
+    description: dpkg patterns of the layout's branch- or flavour-selecting packages.
+    type: list
+    elements: str
+    default: []
+  branch:
+    description: The requested branch (C(nvidia_driver_branch)).
+    type: str
+    required: true
+  version:
+    description: The requested exact version, if any (C(nvidia_driver_version)).
+    type: str
+    default: ""
+  smi_version:
+    description: The driver version nvidia-smi reports (empty when none works).
+    type: str
+    default: ""
+  adopt_newer:
+    description: Adopt a working driver of a newer branch that meets C(minimum).
+    type: bool
+    default: true
+  adopt_any_branch:
+    description: Adopt any working driver that meets C(minimum) (preinstalled hosts).
+    type: bool
+    default: false
+  minimum:
+    description: The lowest driver version that may be adopted.
+    type: str
+    default: ""
+  keep:
+    description:
+      - More wanted packages that are not version-matched (NVIDIA's branch-pinning
+        package); they are never listed as unwanted.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    description: Read-only.
+  diff_mode:
+    support: none
+    description: Nothing changes.
+"""
+
+EXAMPLES = r"""
+- name: Decide what to do with the driver
+  nvidia_driver_state:
+    packages: "{{ plan.packages.driver.packages }}"
+    version_regex: "{{ plan.packages.driver.version_regex }}"
+    selection: "{{ plan.packages.driver.selection }}"
+    branch: "580"
+    smi_version: "{{ ansible_facts.nvidia_smi.driver_version | default('', true) }}"
+  register: driver_state
+"""
+
+RETURN = r"""
+outcome:
+  description: install, present or adopted.
+  returned: always
+  type: str
+reason:
+  description: One sentence saying why.
+  returned: always
+  type: str
+installed:
+  description: Installed packages of those queried, with version and held.
+  returned: always
+  type: dict
+unfinished:
+  description: Packages a killed dpkg run left unpacked or half-configured.
+  returned: always
+  type: list
+unwanted:
+  description: Installed branch/flavour-selecting packages the plan does not want.
+  returned: always
+  type: list
+unwanted_held:
+  description: Those of C(unwanted) that are held.
+  returned: always
+  type: list
+wanted_present:
+  description: Whether every wanted package is installed at the wanted version.
+  returned: always
+  type: bool
+"""
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "packages": {"type": "list", "elements": "str", "required": True},
+            "version_regex": {"type": "str", "required": True},
+            "selection": {"type": "list", "elements": "str", "default": []},
+            "branch": {"type": "str", "required": True},
+            "version": {"type": "str", "default": ""},
+            "smi_version": {"type": "str", "default": ""},
+            "adopt_newer": {"type": "bool", "default": True},
+            "adopt_any_branch": {"type": "bool", "default": False},
+            "minimum": {"type": "str", "default": ""},
+            "keep": {"type": "list", "elements": "str", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    names = list(dict.fromkeys(p["packages"] + p["keep"] + p["selection"]))
+    rc, out, err = module.run_command(
+        ["dpkg-query", "-W", "--showformat=${Package}\\t${Version}\\t${Status}\\n", *names],
+        environ_update={"LC_ALL": "C"},
+    )
+    if rc > 1:
+        module.fail_json(msg=f"dpkg-query failed (rc {rc}): {err.strip()}")
+    dpkg = parse_dpkg_status(out.splitlines())
+    result: Dict[str, Any] = decide(
+        packages=p["packages"],
+        version_regex=p["version_regex"],
+        selection_patterns=p["selection"],
+        dpkg=dpkg,
+        smi_version=p["smi_version"] or None,
+        branch=p["branch"],
+        version=p["version"] or None,
+        adopt_newer=p["adopt_newer"],
+        minimum=p["minimum"] or None,
+        adopt_any_branch=p["adopt_any_branch"],
+        keep=p["keep"],
+    )
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The nvidia_driver role's one decision: install, keep (present) or adopt the driver.
+
+Inputs are facts the role has already read (the dpkg status of the layout's driver
+packages, the driver nvidia-smi reports) and the plan (the packages and version glob
+that stack_plan.driver_packages returned, the branch, the adopt rules). The outcome:
+
+- ``install``: the wanted packages are missing, at another version, or a killed dpkg run
+  left a driver package unfinished (dpkg_ready finishes it, the install repairs it);
+- ``present``: every wanted package is installed at the wanted version;
+- ``adopted``: a driver Kindling did not install works (nvidia-smi reports it) and meets
+  the minimum: nothing is installed.
+
+Runs on target hosts: Python 3.8, standard library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Dict, List, Optional
+
+from ansible.module_utils.gpu_compat import driver_branch, version_cmp
+
+FINISHED = ("installed", "not-installed", "config-files")
+
+
+def parse_dpkg_status(lines: List[str]) -> Dict[str, Dict[str, Any]]:
+    """``dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n'`` lines -> per package.
+
+    Each value: version, want (install/hold/deinstall/purge), state (installed,
+    half-configured, unpacked, ...), held.
+    """
+    out: Dict[str, Dict[str, Any]] = {}
+    for line in lines:
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 3 or not fields[0]:
+            continue
+        name, version, status = fields
+        words = status.split()
+        want = words[0] if words else ""
+        state = words[-1] if words else ""
+        out[name] = {"version": version, "want": want, "state": state, "held": want == "hold"}
+    return out
+
+
+def decide(
+    packages: List[str],
+    version_regex: str,
+    selection_patterns: List[str],
+    dpkg: Dict[str, Dict[str, Any]],
+    smi_version: Optional[str],
+    branch: Any,
+    version: Optional[str] = None,
+    adopt_newer: bool = True,
+    minimum: Optional[str] = None,
+    adopt_any_branch: bool = False,
+    keep: Optional[List[str]] = None,
+) -> Dict[str, Any]:
+    """Everything the role needs to act; see the module docstring for the outcomes.
+
+    ``adopt_any_branch``: adopt any working driver that meets ``minimum`` (the
+    preinstalled path, where the minimum comes from the torch that is there), not only
+    the requested branch or a newer one. ``keep``: more packages the plan wants that are
+    not version-matched (NVIDIA's branch-pinning package, versioned like "590-1ubuntu1"),
+    never listed as unwanted.
+    """
+    installed = {
+        name: {"version": info["version"], "held": info["held"]}
+        for name, info in dpkg.items()
+        if info["state"] == "installed"
+    }
+    unfinished = sorted(name for name, info in dpkg.items() if info["state"] not in FINISHED)
+    wanted_present = all(
+        name in installed and re.search(version_regex, installed[name]["version"])
+        for name in packages
+    )
+    selection = [n for n in installed if any(fnmatch.fnmatchcase(n, p) for p in selection_patterns)]
+    wanted = set(packages) | set(keep or [])
+    unwanted = sorted(n for n in selection if n not in wanted)
+    want_branch = driver_branch(branch)
+    exact = (version or "").split("-", 1)[0]
+    smi = (smi_version or "").strip()
+    floor = minimum or want_branch
+
+    if unfinished:
+        outcome = "install"
+        why = f"dpkg left {', '.join(unfinished)} unfinished; the install path repairs it"
+    elif wanted_present:
+        outcome = "present"
+        why = f"{', '.join(packages)} installed at the wanted version"
+    elif smi and adopt_any_branch and version_cmp(smi, floor) >= 0 and not exact:
+        outcome = "adopted"
+        why = f"nvidia-smi reports driver {smi}, which meets the minimum {floor}"
+    elif smi and driver_branch(smi) == want_branch and (not exact or smi == exact):
+        outcome = "adopted"
+        why = f"nvidia-smi reports driver {smi}, which is branch {want_branch}"
+    elif (
+        smi
+        and adopt_newer
+        and not exact
+        and int(driver_branch(smi)) > int(want_branch)
+        and version_cmp(smi, floor) >= 0
+    ):
+        outcome = "adopted"
+        why = f"nvidia-smi reports driver {smi}, newer than branch {want_branch} and >= {floor}"
+    else:
+        outcome = "install"
+        missing = [n for n in packages if n not in installed]
+        if missing:
+            why = f"{', '.join(missing)} not installed"
+        else:
+            why = "installed at another version: " + ", ".join(
+                f"{n} {installed[n]['version']}" for n in packages
+            )
+        if smi:
+            why += f"; nvidia-smi reports {smi}, which is not adopted"
+    held = sorted(n for n, info in installed.items() if info["held"])
+    return {
+        "outcome": outcome,
+        "reason": why,
+        "installed": installed,
+        "unfinished": unfinished,
+        "unwanted": unwanted,
+        "unwanted_held": sorted(n for n in unwanted if n in held),
+        "wanted_present": bool(wanted_present),
+        "smi_version": smi,
+        "minimum": floor,
+    }

@@ -1,0 +1,344 @@
+"""module_utils/driver_state.py and library/nvidia_driver_state.py: install, present or adopt.
+
+The dpkg lines are shaped like ``dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n'``
+output on Ubuntu and Debian hosts. The module test puts a fake dpkg-query first on PATH,
+which records its arguments and prints such lines.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import nvidia_driver_state
+import pytest
+from ansible.module_utils import stack_plan as sp
+from ansible.module_utils.driver_state import decide, parse_dpkg_status
+from ansible.module_utils.testing import patch_module_args
+
+DPKG_LINES = [
+    "cuda-drivers-580\t580.95.05-1\tinstall ok installed\n",
+    "nvidia-driver-580\t580.95.05-0ubuntu1\thold ok installed\n",
+    "nvidia-dkms-580\t580.95.05-0ubuntu1\tinstall ok half-configured\n",
+    "nvidia-kernel-common-580\t580.95.05-0ubuntu1\tinstall ok unpacked\n",
+    "nvidia-driver-550\t550.54.15-0ubuntu1\tdeinstall ok config-files\n",
+    "cuda-drivers-570\t\tunknown ok not-installed\n",
+    "not a dpkg line\n",
+    "\n",
+]
+
+UBUNTU_580 = sp.driver_packages("ubuntu", "580", "proprietary", "cuda-drivers")
+DEBIAN_580 = sp.driver_packages("debian", "580", "proprietary", "cuda-drivers")
+# torch 2.4-2.6 cu124 wheels need CUDA 12.4.0's driver.
+CU124_MINIMUM = "550.54.14"
+
+
+def dpkg(*lines):
+    return parse_dpkg_status(list(lines))
+
+
+def run_decide(plan, status, smi=None, branch="580", **kwargs):
+    return decide(
+        plan["packages"], plan["version_regex"], plan["selection"], status, smi, branch, **kwargs
+    )
+
+
+# ---------------------------------------------------------------------------
+# parse_dpkg_status
+# ---------------------------------------------------------------------------
+
+
+def test_parse_dpkg_status_reads_each_state():
+    status = parse_dpkg_status(DPKG_LINES)
+    assert set(status) == {
+        "cuda-drivers-580",
+        "nvidia-driver-580",
+        "nvidia-dkms-580",
+        "nvidia-kernel-common-580",
+        "nvidia-driver-550",
+        "cuda-drivers-570",
+    }
+    assert status["cuda-drivers-580"] == {
+        "version": "580.95.05-1",
+        "want": "install",
+        "state": "installed",
+        "held": False,
+    }
+    assert status["nvidia-driver-580"]["held"] is True
+    assert status["nvidia-driver-580"]["want"] == "hold"
+    assert status["nvidia-dkms-580"]["state"] == "half-configured"
+    assert status["nvidia-kernel-common-580"]["state"] == "unpacked"
+    assert status["nvidia-driver-550"]["state"] == "config-files"
+    assert status["nvidia-driver-550"]["want"] == "deinstall"
+    assert status["cuda-drivers-570"] == {
+        "version": "",
+        "want": "unknown",
+        "state": "not-installed",
+        "held": False,
+    }
+
+
+# ---------------------------------------------------------------------------
+# decide
+# ---------------------------------------------------------------------------
+
+
+def test_present_when_every_wanted_package_is_installed_at_the_branch():
+    result = run_decide(
+        UBUNTU_580,
+        dpkg(
+            "cuda-drivers-580\t580.95.05-1\thold ok installed",
+            "nvidia-driver-580\t580.95.05-0ubuntu1\thold ok installed",
+        ),
+        smi="580.95.05",
+    )
+    assert result["outcome"] == "present"
+    assert result["wanted_present"] is True
+    assert result["unwanted"] == [] and result["unfinished"] == []
+    assert result["installed"]["cuda-drivers-580"] == {"version": "580.95.05-1", "held": True}
+
+
+def test_install_when_a_wanted_package_is_missing():
+    result = run_decide(UBUNTU_580, dpkg("cuda-drivers-580\t580.95.05-1\tinstall ok installed"))
+    assert result["outcome"] == "install"
+    assert result["reason"] == "nvidia-driver-580 not installed"
+    assert result["wanted_present"] is False
+
+
+def test_install_when_installed_at_another_version():
+    plan = sp.driver_packages("ubuntu", "580", "proprietary", "cuda-drivers", "580.95.05")
+    result = run_decide(
+        plan,
+        dpkg(
+            "cuda-drivers-580\t580.82.07-1\tinstall ok installed",
+            "nvidia-driver-580\t580.82.07-0ubuntu1\tinstall ok installed",
+        ),
+        version="580.95.05",
+    )
+    assert result["outcome"] == "install"
+    assert result["reason"].startswith("installed at another version: cuda-drivers-580 580.82.07-1")
+
+
+def test_present_at_the_pinned_exact_version():
+    plan = sp.driver_packages("ubuntu", "580", "proprietary", "cuda-drivers", "580.95.05")
+    assert plan["version"] == "580.95.05-*"
+    status = dpkg(
+        "cuda-drivers-580\t580.95.05-1\thold ok installed",
+        "nvidia-driver-580\t580.95.05-0ubuntu1\thold ok installed",
+    )
+    assert run_decide(plan, status, version="580.95.05")["outcome"] == "present"
+    longer = dpkg(
+        "cuda-drivers-580\t580.95.050-1\thold ok installed",
+        "nvidia-driver-580\t580.95.050-0ubuntu1\thold ok installed",
+    )
+    assert run_decide(plan, longer, version="580.95.05")["outcome"] == "install"
+
+
+def test_unfinished_package_means_install_even_when_the_rest_is_present():
+    result = run_decide(
+        UBUNTU_580,
+        dpkg(
+            "cuda-drivers-580\t580.95.05-1\tinstall ok installed",
+            "nvidia-driver-580\t580.95.05-0ubuntu1\tinstall ok installed",
+            "nvidia-dkms-580\t580.95.05-0ubuntu1\tinstall ok half-configured",
+            "nvidia-kernel-common-580\t580.95.05-0ubuntu1\tinstall ok unpacked",
+        ),
+        smi="580.95.05",
+    )
+    assert result["outcome"] == "install"
+    assert result["unfinished"] == ["nvidia-dkms-580", "nvidia-kernel-common-580"]
+    assert "unfinished" in result["reason"]
+
+
+def test_config_files_and_not_installed_are_finished_and_not_installed():
+    result = run_decide(
+        UBUNTU_580,
+        dpkg(
+            "cuda-drivers-580\t580.95.05-1\tdeinstall ok config-files",
+            "nvidia-driver-580\t\tunknown ok not-installed",
+        ),
+    )
+    assert result["unfinished"] == []
+    assert result["installed"] == {}
+    assert result["outcome"] == "install"
+
+
+def test_adopted_when_nvidia_smi_reports_the_branch():
+    result = run_decide(UBUNTU_580, {}, smi="580.82.07")
+    assert result["outcome"] == "adopted"
+    assert "branch 580" in result["reason"]
+
+
+def test_adopted_newer_branch_that_meets_the_minimum():
+    result = run_decide(UBUNTU_580, {}, smi="590.44.01", minimum="580.65.06")
+    assert result["outcome"] == "adopted"
+    assert "newer than branch 580" in result["reason"]
+    below = run_decide(UBUNTU_580, {}, smi="590.44.01", minimum="595.45.04")
+    assert below["outcome"] == "install"
+    refused = run_decide(UBUNTU_580, {}, smi="590.44.01", adopt_newer=False)
+    assert refused["outcome"] == "install"
+    assert "which is not adopted" in refused["reason"]
+
+
+def test_older_branch_is_not_adopted():
+    result = run_decide(UBUNTU_580, {}, smi="570.195.03")
+    assert result["outcome"] == "install"
+
+
+def test_not_adopted_when_an_exact_version_is_pinned():
+    plan = sp.driver_packages("ubuntu", "580", "proprietary", "cuda-drivers", "580.95.05")
+    same_branch = run_decide(plan, {}, smi="580.82.07", version="580.95.05")
+    assert same_branch["outcome"] == "install"
+    newer = run_decide(plan, {}, smi="590.44.01", version="580.95.05", minimum="580.65.06")
+    assert newer["outcome"] == "install"
+    any_branch = run_decide(
+        plan, {}, smi="590.44.01", version="580.95.05", adopt_any_branch=True, minimum="580"
+    )
+    assert any_branch["outcome"] == "install"
+    exact = run_decide(plan, {}, smi="580.95.05", version="580.95.05")
+    assert exact["outcome"] == "adopted"
+
+
+def test_adopt_any_branch_takes_a_working_driver_that_meets_the_torch_minimum():
+    """Preinstalled hosts: a 550.54.15 driver serves torch cu124 although 580 is requested."""
+    result = run_decide(
+        UBUNTU_580, {}, smi="550.54.15", adopt_any_branch=True, minimum=CU124_MINIMUM
+    )
+    assert result["outcome"] == "adopted"
+    assert result["minimum"] == CU124_MINIMUM
+    assert CU124_MINIMUM in result["reason"]
+
+
+def test_adopt_any_branch_refuses_a_driver_below_the_minimum():
+    result = run_decide(
+        UBUNTU_580, {}, smi="535.230.02", adopt_any_branch=True, minimum=CU124_MINIMUM
+    )
+    assert result["outcome"] == "install"
+    without_flag = run_decide(UBUNTU_580, {}, smi="550.54.15", minimum=CU124_MINIMUM)
+    assert without_flag["outcome"] == "install"
+
+
+def test_debian_upgrade_removes_the_old_branch_but_never_the_shared_nvidia_driver():
+    status = dpkg(
+        "cuda-drivers-550\t550.54.15-1\thold ok installed",
+        "nvidia-driver\t550.54.15-1\thold ok installed",
+        "nvidia-kernel-dkms\t550.54.15-1\thold ok installed",
+    )
+    result = run_decide(DEBIAN_580, status, smi="550.54.15")
+    assert result["outcome"] == "install"
+    assert result["unwanted"] == ["cuda-drivers-550"]
+    assert result["unwanted_held"] == ["cuda-drivers-550"]
+    assert "nvidia-driver" not in result["unwanted"]
+    to_open = sp.driver_packages("debian", "580", "open", "nvidia-driver")
+    switched = run_decide(to_open, status, smi="550.54.15")
+    assert switched["unwanted"] == ["cuda-drivers-550", "nvidia-kernel-dkms"]
+    assert "nvidia-driver" not in switched["unwanted"]
+
+
+def test_ubuntu_580_to_590_removes_the_suffixed_packages():
+    plan = sp.driver_packages("ubuntu", "590", "proprietary", "cuda-drivers")
+    status = dpkg(
+        "cuda-drivers-580\t580.95.05-1\thold ok installed",
+        "nvidia-driver-580\t580.95.05-0ubuntu1\thold ok installed",
+    )
+    result = run_decide(plan, status, smi="580.95.05", branch="590")
+    assert result["outcome"] == "install"
+    assert result["unwanted"] == ["cuda-drivers-580", "nvidia-driver-580"]
+
+
+def test_the_wanted_pinning_package_is_not_unwanted():
+    """From branch 590 the plan's own pinning package must never be "unwanted".
+
+    nvidia-driver-pinning-* is a selection pattern, and the pinning package is versioned
+    "590-1ubuntu1", not "590.*"; the role passes packages.driver.hold as ``keep``.
+    Without that, every later run would release its hold and remove it with apt.
+    """
+    plan = sp.driver_packages("ubuntu", "590", "proprietary", "cuda-drivers")
+    status = dpkg(
+        "cuda-drivers\t590.44.01-1\thold ok installed",
+        "nvidia-driver-pinning-590\t590-1ubuntu1\thold ok installed",
+    )
+    result = run_decide(plan, status, smi="590.44.01", branch="590", keep=plan["hold"])
+    assert result["outcome"] == "present"
+    assert plan["pinning"] == "nvidia-driver-pinning-590"
+    assert "nvidia-driver-pinning-590" not in result["unwanted"]
+    assert "nvidia-driver-pinning-590" not in result["unwanted_held"]
+
+
+# ---------------------------------------------------------------------------
+# library/nvidia_driver_state.py
+# ---------------------------------------------------------------------------
+
+FAKE_DPKG_QUERY = """#!/bin/sh
+for arg in "$@"; do printf '%s\\n' "$arg"; done > "{argv}"
+printf 'cuda-drivers-550\\t550.54.15-1\\thold ok installed\\n'
+printf 'nvidia-driver\\t550.54.15-1\\thold ok installed\\n'
+printf 'nvidia-kernel-dkms\\t550.54.15-1\\thold ok installed\\n'
+echo "dpkg-query: no packages found matching cuda-drivers-580" >&2
+exit {rc}
+"""
+
+
+@pytest.fixture
+def fake_dpkg_query(tmp_path, monkeypatch):
+    def install(rc=1):
+        bindir = tmp_path / "bin"
+        bindir.mkdir(exist_ok=True)
+        argv = tmp_path / "argv.txt"
+        script = bindir / "dpkg-query"
+        script.write_text(FAKE_DPKG_QUERY.format(argv=argv, rc=rc))
+        script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+        return argv
+
+    return install
+
+
+def run_module(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        nvidia_driver_state.main()
+    return exc.value.code != 0, json.loads(capsys.readouterr().out)
+
+
+MODULE_ARGS = {
+    "packages": DEBIAN_580["packages"],
+    "version_regex": DEBIAN_580["version_regex"],
+    "selection": DEBIAN_580["selection"],
+    "branch": "580",
+    "smi_version": "550.54.15",
+}
+
+
+def test_module_queries_the_wanted_packages_and_the_selection_patterns(fake_dpkg_query, capsys):
+    argv_file = fake_dpkg_query(rc=1)  # rc 1: some names matched nothing
+    failed, result = run_module(MODULE_ARGS, capsys)
+    assert not failed, result
+    argv = argv_file.read_text().splitlines()
+    assert argv[0] == "-W"
+    assert argv[1] == "--showformat=${Package}\\t${Version}\\t${Status}\\n"
+    expected = list(dict.fromkeys(DEBIAN_580["packages"] + DEBIAN_580["selection"]))
+    assert argv[2:] == expected
+    assert "cuda-drivers-[0-9]*" in argv  # passed as a pattern, not expanded by a shell
+    assert result["changed"] is False
+    assert result["outcome"] == "install"
+    assert result["unwanted"] == ["cuda-drivers-550"]
+    assert result["installed"]["nvidia-driver"] == {"version": "550.54.15-1", "held": True}
+    assert result["smi_version"] == "550.54.15"
+
+
+def test_module_adopts_with_adopt_any_branch(fake_dpkg_query, capsys):
+    fake_dpkg_query(rc=0)
+    failed, result = run_module(
+        dict(MODULE_ARGS, adopt_any_branch=True, minimum=CU124_MINIMUM), capsys
+    )
+    assert not failed
+    assert result["outcome"] == "adopted"
+    assert result["minimum"] == CU124_MINIMUM
+
+
+def test_module_fails_when_dpkg_query_fails(fake_dpkg_query, capsys):
+    fake_dpkg_query(rc=2)
+    failed, result = run_module(MODULE_ARGS, capsys)
+    assert failed
+    assert result["msg"].startswith("dpkg-query failed (rc 2)")
+    assert "no packages found matching" in result["msg"]
