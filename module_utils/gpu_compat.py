@@ -1,15 +1,15 @@
-"""Kindling's one source of GPU software-stack compatibility truth.
+"""Kindling's GPU software-stack compatibility decisions.
 
-Everything here is plain data plus pure functions over it. No other file in the
-project may hold a copy of these tables: roles, modules and tests look facts up
-through the functions below (the modules import this file as
-``ansible.module_utils.gpu_compat``).
+Pure functions over the compatibility tables of the vendor catalogue
+(data/vendor_catalogue.yml, generated into module_utils/vendor_catalogue.py), which is
+the only place the facts are written: roles, modules and tests look them up through the
+functions below (the modules import this file as ``ansible.module_utils.gpu_compat``).
 
 Every row (or, where a whole table comes from one place, the table) names its
-source in a ``source`` string. Facts marked ``[unverified]`` were not stated by
-the source that was read; they are kept out of decisions where they matter
-(for example, wheel arch lists that no source confirmed are ``None`` rather than
-guessed).
+source in a ``source`` string, resolved from the catalogue's ``sources``. Facts
+marked ``[unverified]`` were not stated by the source that was read; they are kept
+out of decisions where they matter (for example, wheel arch lists that no source
+confirmed are ``None`` rather than guessed).
 
 Runs on target hosts: Python 3.8 compatible, standard library only.
 """

@@ -18,7 +18,6 @@ data/vendor_catalogue.yml). Runs on target hosts: Python 3.8, standard library o
 from __future__ import annotations
 
 import datetime
-import fnmatch
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -498,12 +497,6 @@ def driver_package_choices(layout: str, branch: Any) -> List[Tuple[str, str]]:
         for row in DRIVER_PACKAGES
         if row["layout"] == layout and _branch_row_matches(row, b)
     ]
-
-
-def selection_installed(layout: str, names: List[str]) -> List[str]:
-    """The names that are branch/flavour selection packages of the layout."""
-    patterns = CATALOGUE["driver_selection_packages"][layout]
-    return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
 
 
 def toolkit_packages(layout: str, cuda_versions: List[Any]) -> List[str]:
