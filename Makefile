@@ -92,7 +92,7 @@ molecule: podman-config fixtures ## Every Molecule scenario (SCENARIO=name for o
 	tools/testbed.sh tools/run-molecule.sh $(SCENARIO)
 
 reliability: podman-config fixtures ## Bad inputs, faults, check mode and secrets against a test host
-	tools/testbed.sh pytest -q -p no:cacheprovider tests/reliability
+	tools/testbed.sh pytest -q -p no:cacheprovider $(or $(TESTS),tests/reliability) $(PYTEST_ARGS)
 
 clean: ## Remove the virtualenv and local caches (the test image cache stays)
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache

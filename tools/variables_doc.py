@@ -14,10 +14,15 @@ import argparse
 import sys
 from pathlib import Path
 
+import ansible.module_utils
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "VARIABLES.md"
+# The shapes come from module_utils/role_inputs.py, which modules import as
+# ansible.module_utils.role_inputs; make the repository's folder part of that package.
+ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+from ansible.module_utils.role_inputs import SHAPES  # noqa: E402
 
 HEADER = """# Variables
 
@@ -25,6 +30,10 @@ Every variable a user can set, per role, generated from the roles'
 `meta/argument_specs.yml` by `tools/variables_doc.py` (a unit test fails when this file
 is out of date). Defaults live in each role's `defaults/main.yml`; the role READMEs
 explain them in context. Inventories set them in `group_vars/` (see `inventories/gpu`).
+
+The shape column is what stage 1 of site.yml checks before any change, on top of the
+type: module_utils/role_inputs.py assigns every variable one of the shared types of
+module_utils/input_types.py, or says why it has none ("free (...)").
 """
 
 
@@ -58,7 +67,10 @@ def render() -> str:
                 continue
             title = role if entry == "main" else f"{role} (`tasks_from: {entry}`)"
             parts.append(f"\n## {title}\n\n{_one_line(spec.get('short_description', ''))}\n")
-            parts.append("| variable | type | default | description |\n|---|---|---|---|")
+            shapes = SHAPES.get(role, {}) if entry == "main" else {}
+            parts.append(
+                "| variable | type | shape | default | description |\n|---|---|---|---|---|"
+            )
             for name, opt in options.items():
                 kind = opt.get("type", "str")
                 if kind == "list" and "elements" in opt:
@@ -66,7 +78,8 @@ def render() -> str:
                 if "choices" in opt:
                     kind += " (" + ", ".join(str(c) for c in opt["choices"]) + ")"
                 desc = _one_line(opt.get("description", ""))
-                parts.append(f"| `{name}` | {kind} | {_default(opt)} | {desc} |")
+                shape = _one_line(shapes[name].describe()) if name in shapes else "see main"
+                parts.append(f"| `{name}` | {kind} | {shape} | {_default(opt)} | {desc} |")
     return "\n".join(parts) + "\n"
 
 

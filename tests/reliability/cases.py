@@ -1,9 +1,17 @@
 """The catalogue of bad inputs: each is refused before anything on the host changes.
 
-Every case names the playbook it runs, the variables it sets, and the exact words the
-user must see. tests/reliability/test_bad_inputs.py runs each against a fresh Debian 12
-test host and compares the host's state before and after; docs/RELIABILITY.md is
-rendered from this list (a test keeps it in step).
+Every case names the playbook it runs, the variables it sets, the exact words the user
+must see, its class (what kind of mistake it is, see CLASSES) and the role whose input it
+is. tests/reliability/test_bad_inputs.py runs each against a fresh Debian 12 test host
+and compares the host's state before and after; a case whose own playbook is a stage
+playbook is run a second time through site.yml, where stage 1 must refuse it before
+stage 2 changes anything (unless it is marked ``site: False``, with ``site_why``).
+docs/RELIABILITY.md is rendered from this list (a test keeps it in step).
+
+Optional fields of a case: ``inventory: "empty"``; ``changed_zero`` (the recap must say
+changed=0); ``expect_also`` (more strings the output must hold) and ``forbid`` (strings
+it must not); ``prepare`` and ``cleanup`` (shell run in the test host before the first
+snapshot and after the second, so the comparison covers only the playbook's run).
 """
 
 from __future__ import annotations
@@ -11,11 +19,51 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 FIXTURE = "{fixture}"  # replaced by the fixture server's URL at run time
+INJECTED = "\nExecStartPre=+/bin/sh -c id"  # a second unit line, were it written unquoted
+STAGE_1_INPUTS = "PLAY [Stage 1, check every role's inputs before any change]"
+STAGE_2 = "PLAY [Blacklist nouveau]"  # the first play that changes the host
+
+# What kind of mistake each case is; the doc counts the cases of each.
+CLASSES: Dict[str, str] = {
+    "type": "argument_specs' type or choices, list elements included",
+    "path": "a path that is /, holds `..`, whitespace or a newline, is relative, or lies outside its directory",
+    "url": "a URL whose scheme or host can't be trusted for that download, or that holds whitespace",
+    "range": "a number outside its range: ports, timeouts, sizes, ages",
+    "pattern": "a version, name or tag that its pattern does not match whole (a trailing newline, empty, LATEST)",
+    "injection": "a newline or shell syntax that would reach a systemd unit, a profile.d snippet or a command line",
+    "unit-shadow": "a unit name that an installed unit not written by Kindling already has",
+    "secret": "a secret file in a directory that someone other than root could plant a link in, or a link",
+    "rule": "variables of one role that contradict each other",
+    "privilege": "root, or another existing account, as a service's user (the role would rewrite it), or root-equivalent groups for it",
+    "stack": "a driver, CUDA, cuDNN, torch and Python stack that can't work, or that NVIDIA's repository lacks",
+    "stack-defaults": "a partly changed stack that fails only because of another role's default",
+    "host": "the host or the inventory",
+    "download": "a download that is not the pinned one",
+}
+
+# The roles, in stage order; "inventory" is site.yml's own stage 0.
+ROLES = [
+    "inventory",
+    "gpu_preflight",
+    "site_lock",
+    "nouveau",
+    "nvidia_driver",
+    "reboot_coordinator",
+    "cuda",
+    "conda_pytorch",
+    "jupyter",
+    "dcgm_exporter",
+    "gpu_check",
+]
+
+NO_GPU = {"gpu_required": False}  # this test host has no GPU; the stages then skip themselves
 
 CASES: List[Dict[str, object]] = [
     # --- wrong types and unknown choices, caught by meta/argument_specs.yml
     {
         "id": "nouveau-policy-choice",
+        "class": "type",
+        "role": "nouveau",
         "input": "nouveau_reboot_policy: sometimes",
         "playbook": "nouveau.yml",
         "vars": {"nouveau_reboot_policy": "sometimes"},
@@ -23,6 +71,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "nouveau-bool-type",
+        "class": "type",
+        "role": "nouveau",
         "input": "nouveau_blacklist_enabled: maybe",
         "playbook": "nouveau.yml",
         "vars": {"nouveau_blacklist_enabled": "maybe"},
@@ -30,13 +80,18 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "nouveau-modprobe-path",
+        "class": "path",
+        "role": "nouveau",
         "input": "nouveau_modprobe_file: /etc/nouveau.txt",
         "playbook": "nouveau.yml",
         "vars": {"nouveau_modprobe_file": "/etc/nouveau.txt"},
-        "expect": "nouveau_modprobe_file is '/etc/nouveau.txt', but modprobe only reads /etc/modprobe.d/*.conf",
+        "expect": "nouveau_modprobe_file is '/etc/nouveau.txt': modprobe only reads /etc/modprobe.d/*.conf; "
+        "e.g. /etc/modprobe.d/blacklist-nouveau.conf",
     },
     {
         "id": "gpu-check-profile-choice",
+        "class": "type",
+        "role": "gpu_check",
         "input": "gpu_check_profile: huge",
         "playbook": "verify.yml",
         "vars": {"gpu_check_profile": "huge"},
@@ -44,13 +99,18 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "gpu-check-tolerance-range",
+        "class": "range",
+        "role": "gpu_check",
         "input": "gpu_check_tolerance: 1.5",
         "playbook": "verify.yml",
         "vars": {"gpu_check_tolerance": 1.5},
-        "expect": "gpu_check_tolerance is 1.5; it is the fraction of the reference img/s a mode must reach",
+        "expect": "gpu_check_tolerance is 1.5: it must be in (0, 1]: the fraction of the reference img/s a "
+        "mode must reach (default 0.8)",
     },
     {
         "id": "gpu-check-nccl-debug-choice",
+        "class": "type",
+        "role": "gpu_check",
         "input": "gpu_check_nccl_debug: LOUD",
         "playbook": "verify.yml",
         "vars": {"gpu_check_nccl_debug": "LOUD"},
@@ -58,6 +118,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "site-lock-wait-type",
+        "class": "type",
+        "role": "site_lock",
         "input": "site_lock_wait_seconds: soon",
         "playbook": "site.yml",
         "vars": {"site_lock_wait_seconds": "soon"},
@@ -65,6 +127,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "driver-install-method-choice",
+        "class": "type",
+        "role": "nvidia_driver",
         "input": "nvidia_driver_install_method: runfile",
         "playbook": "nvidia_driver.yml",
         "vars": {"nvidia_driver_install_method": "runfile"},
@@ -72,6 +136,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "cudnn-install-method-choice",
+        "class": "type",
+        "role": "cuda",
         "input": "cuda_cudnn_install_method: zip",
         "playbook": "cuda.yml",
         "vars": {"cuda_cudnn_install_method": "zip"},
@@ -79,6 +145,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "jupyter-port-type",
+        "class": "type",
+        "role": "jupyter",
         "input": "jupyter_port: eighty",
         "playbook": "jupyter.yml",
         "vars": {"jupyter_port": "eighty"},
@@ -86,6 +154,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "jupyter-open-bind-without-tls",
+        "class": "rule",
+        "role": "jupyter",
         "input": "jupyter_ip: 0.0.0.0 with no TLS certificate and no acknowledgement",
         "playbook": "jupyter.yml",
         "vars": {"jupyter_ip": "0.0.0.0"},
@@ -93,27 +163,38 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "miniforge-sha256-malformed",
+        "class": "pattern",
+        "role": "conda_pytorch",
         "input": "conda_pytorch_miniforge_sha256 that is not 64 hex digits",
         "playbook": "conda_pytorch.yml",
         "vars": {"conda_pytorch_miniforge_sha256": {"x86_64": "not-a-checksum", "aarch64": "zz"}},
-        "expect": "conda_pytorch_miniforge_sha256 has no sha256 for x86_64 (Miniforge 26.1.1-3). Add the hex digest from the release's Miniforge3-26.1.1-3-Linux-x86_64.sh.sha256 file.",
+        "expect": "conda_pytorch_miniforge_sha256 has no sha256 for x86_64 (Miniforge 26.1.1-3): its x86_64 "
+        "entry is 'not-a-checksum'. Add the hex digest from the release's "
+        "Miniforge3-26.1.1-3-Linux-x86_64.sh.sha256 file.",
     },
     {
         "id": "dcgm-image-latest",
+        "class": "pattern",
+        "role": "dcgm_exporter",
         "input": "dcgm_exporter_image_tag: latest",
         "playbook": "dcgm_exporter.yml",
         "vars": {"dcgm_exporter_image_tag": "latest"},
-        "expect": "dcgm_exporter_image_tag must be an exact tag such as 4.5.3-4.8.2-ubuntu22.04, never empty or \"latest\" (got 'latest')",
+        "expect": "dcgm_exporter_image_tag is 'latest': 'latest' is not allowed here; give an exact value like 4.5.3-4.8.2-ubuntu22.04",
     },
     {
         "id": "dcgm-key-fingerprint-malformed",
+        "class": "pattern",
+        "role": "dcgm_exporter",
         "input": "dcgm_exporter_nvidia_repo_key_fingerprint: F796ECB0 (a short key id)",
         "playbook": "dcgm_exporter.yml",
         "vars": {"dcgm_exporter_nvidia_repo_key_fingerprint": "F796ECB0"},
-        "expect": "dcgm_exporter_nvidia_repo_key_fingerprint is 'F796ECB0'; give the key's full fingerprint, 40 hex digits",
+        "expect": "dcgm_exporter_nvidia_repo_key_fingerprint is 'F796ECB0': give the key's full fingerprint, "
+        "40 hex digits (a short key id is not enough)",
     },
     {
         "id": "dcgm-key-fingerprint-wrong",
+        "class": "download",
+        "role": "dcgm_exporter",
         "input": "the NVIDIA Container Toolkit key URL serves a key other than the expected one",
         "playbook": "dcgm_exporter.yml",
         "vars": {
@@ -124,9 +205,15 @@ CASES: List[Dict[str, object]] = [
             "dcgm_exporter_nvidia_repo_key_url": f"{FIXTURE}/keys/wrong-archive-keyring.gpg",
         },
         "expect": "expected C95B321B61E88C1809C4F759DDCAE044F796ECB0 (dcgm_exporter_nvidia_repo_key_fingerprint). It was not installed and apt was not told to trust it.",
+        "site": False,
+        "site_why": "the key's fingerprint is known only once the dcgm_exporter stage (stage 7) has "
+        "downloaded it; stage 1 downloads nothing, so through site.yml this would be refused only "
+        "after stages 2-6 changed the host",
     },
     {
         "id": "conda-channel-after-2.5",
+        "class": "rule",
+        "role": "conda_pytorch",
         "input": "conda_pytorch_install_method: conda with torch 2.11.0",
         "playbook": "conda_pytorch.yml",
         "vars": {
@@ -140,6 +227,8 @@ CASES: List[Dict[str, object]] = [
     # --- host and inventory
     {
         "id": "no-gpu",
+        "class": "host",
+        "role": "gpu_preflight",
         "input": "a host without an NVIDIA GPU, gpu_required left true",
         "playbook": "preflight.yml",
         "vars": {},
@@ -147,6 +236,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "unsupported-os",
+        "class": "host",
+        "role": "gpu_preflight",
         "input": "a distribution outside gpu_preflight_supported_os",
         "playbook": "preflight.yml",
         "vars": {"gpu_required": False, "gpu_preflight_supported_os": {"Ubuntu": ["24.04"]}},
@@ -154,6 +245,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "empty-inventory-group",
+        "class": "host",
+        "role": "inventory",
         "input": "an inventory whose gpu_hosts group has no hosts",
         "playbook": "site.yml",
         "vars": {},
@@ -163,6 +256,8 @@ CASES: List[Dict[str, object]] = [
     # --- stacks that can't work, caught by the compatibility matrix before any change
     {
         "id": "driver-470-cuda-11.6",
+        "class": "stack",
+        "role": "nvidia_driver",
         "input": "nvidia_driver_branch 470 with cuda_version 11.6 (the seed's pairing)",
         "playbook": "preflight.yml",
         "vars": {"gpu_required": False, "nvidia_driver_branch": "470", "cuda_version": "11.6"},
@@ -170,6 +265,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "cuda-does-not-exist",
+        "class": "stack",
+        "role": "cuda",
         "input": "cuda_version 11.9 (there is no CUDA 11.9)",
         "playbook": "preflight.yml",
         "vars": {"gpu_required": False, "cuda_version": "11.9"},
@@ -178,6 +275,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "torch-no-wheel-for-variant",
+        "class": "stack",
+        "role": "conda_pytorch",
         "input": "conda_pytorch_version 2.11.0 with conda_pytorch_cuda_variant cu116",
         "playbook": "preflight.yml",
         "vars": {
@@ -190,6 +289,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "python-unsupported-by-torch",
+        "class": "stack",
+        "role": "conda_pytorch",
         "input": "conda_pytorch_python_version 3.7 with torch 2.11.0",
         "playbook": "preflight.yml",
         "vars": {
@@ -203,6 +304,8 @@ CASES: List[Dict[str, object]] = [
     },
     {
         "id": "cudnn-cuda-mismatch",
+        "class": "stack",
+        "role": "cuda",
         "input": "cuda_cudnn_version 8.4.0 with cuda_version 13.0",
         "playbook": "preflight.yml",
         "vars": {
@@ -217,6 +320,8 @@ CASES: List[Dict[str, object]] = [
     # --- plans NVIDIA's repository for the host's OS does not serve (the vendor catalogue)
     {
         "id": "seed-stack-on-ubuntu2204",
+        "class": "stack",
+        "role": "cuda",
         "input": "the seed stack (driver 510, CUDA 11.6, cuDNN 8.4.0) through site.yml, repository ubuntu2204",
         "playbook": "site.yml",
         "vars": {
@@ -230,6 +335,997 @@ CASES: List[Dict[str, object]] = [
         },
         "expect": "CUDA 11.6 is not in ubuntu2204 (NVIDIA's repository for Ubuntu 22.04 serves CUDA "
         "11.7 to current); use 11.7+ here, or Ubuntu 20.04.",
+        "changed_zero": True,
+    },
+    # ------------------------------------------------------------------------------------
+    # Through site.yml: stage 1 checks every role's inputs, for every host, before stage 2
+    # changes anything. gpu_required is false (this test host has no GPU) unless the case
+    # is about the GPU; the driver and CUDA stages would then skip themselves.
+    {
+        "id": "site-bad-jupyter-port-with-gpu-stages-on",
+        "class": "range",
+        "role": "jupyter",
+        "input": "jupyter_port: 0 through site.yml, with the driver and CUDA stages set to run "
+        "(nvidia_driver_skip_without_gpu and cuda_skip_without_gpu false)",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "nvidia_driver_skip_without_gpu": False,
+            "cuda_skip_without_gpu": False,
+            "jupyter_port": 0,
+        },
+        "expect": "jupyter_port is 0: it must be from 1 to 65535 (a TCP port)",
+        "expect_also": [
+            STAGE_1_INPUTS,
+            "TASK [jupyter : Check the jupyter role's inputs before any change]",
+        ],
+        "forbid": [
+            STAGE_2,
+            "PLAY [Install the NVIDIA driver]",
+            "PLAY [Stage 1, preflight checks of the host",
+        ],
+        "changed_zero": True,
+    },
+    # --- type: argument_specs' types and choices, list elements included
+    {
+        "id": "gpu-check-modes-element-choice",
+        "class": "type",
+        "role": "gpu_check",
+        "input": "gpu_check_modes: [fp64]",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_modes": ["fp64"]},
+        "expect": "value of gpu_check_modes must be one or more of: fp32, tf32, amp_fp16, amp_bf16, "
+        "amp_fp16_cl, amp_bf16_cl, compile, ddp",
+        "expect_also": ["Got no match for: fp64"],
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-device-choice",
+        "class": "type",
+        "role": "gpu_check",
+        "input": "gpu_check_device: tpu",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_device": "tpu"},
+        "expect": "value of gpu_check_device must be one of: cuda, cpu, got: tpu",
+        "changed_zero": True,
+    },
+    {
+        "id": "site-lock-break-type",
+        "class": "type",
+        "role": "site_lock",
+        "input": "site_lock_break: perhaps",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "site_lock_break": "perhaps"},
+        "expect": "argument 'site_lock_break' is of type str and we were unable to convert to bool: The "
+        "value 'perhaps' is not a valid boolean.",
+        "changed_zero": True,
+    },
+    {
+        "id": "nouveau-initramfs-type",
+        "class": "type",
+        "role": "nouveau",
+        "input": "nouveau_update_initramfs: later",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nouveau_update_initramfs": "later"},
+        "expect": "argument 'nouveau_update_initramfs' is of type str and we were unable to convert to "
+        "bool: The value 'later' is not a valid boolean.",
+        "changed_zero": True,
+    },
+    {
+        "id": "reboot-allowed-type",
+        "class": "type",
+        "role": "reboot_coordinator",
+        "input": "reboot_coordinator_allowed: sometimes",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "reboot_coordinator_allowed": "sometimes"},
+        "expect": "argument 'reboot_coordinator_allowed' is of type str and we were unable to convert to "
+        "bool: The value 'sometimes' is not a valid boolean.",
+        "changed_zero": True,
+    },
+    {
+        "id": "driver-secure-boot-choice",
+        "class": "type",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_secure_boot_action: ignore",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_secure_boot_action": "ignore"},
+        "expect": "value of nvidia_driver_secure_boot_action must be one of: warn, fail, got: ignore",
+        "changed_zero": True,
+    },
+    {
+        "id": "cudnn-install-type",
+        "class": "type",
+        "role": "cuda",
+        "input": "cuda_cudnn_install: maybe",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_cudnn_install": "maybe"},
+        "expect": "argument 'cuda_cudnn_install' is of type str and we were unable to convert to bool: The "
+        "value 'maybe' is not a valid boolean.",
+        "changed_zero": True,
+    },
+    {
+        "id": "conda-backend-choice",
+        "class": "type",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_backend: mamba",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_backend": "mamba"},
+        "expect": "value of conda_pytorch_backend must be one of: conda, venv, got: mamba",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-show-token-type",
+        "class": "type",
+        "role": "jupyter",
+        "input": "jupyter_show_token: please",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_show_token": "please"},
+        "expect": "argument 'jupyter_show_token' is of type str and we were unable to convert to bool: The "
+        "value 'please' is not a valid boolean.",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-mode-choice",
+        "class": "type",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_mode: kubernetes",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_mode": "kubernetes"},
+        "expect": "value of dcgm_exporter_mode must be one of: container, native, got: kubernetes",
+        "changed_zero": True,
+    },
+    {
+        "id": "preflight-disk-gb-type",
+        "class": "type",
+        "role": "gpu_preflight",
+        "input": "gpu_preflight_min_free_disk_gb: lots",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_preflight_min_free_disk_gb": "lots"},
+        "expect": "argument 'gpu_preflight_min_free_disk_gb' is of type str and we were unable to convert "
+        "to int: \"'lots'\" cannot be converted to an int",
+        "changed_zero": True,
+    },
+    # --- path: /, '..', whitespace, a newline, relative, outside its directory
+    {
+        "id": "cuda-profile-outside-profile-d",
+        "class": "path",
+        "role": "cuda",
+        "input": "cuda_profile_file: /etc/cuda.sh",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_profile_file": "/etc/cuda.sh"},
+        "expect": "cuda_profile_file is '/etc/cuda.sh': login shells read only /etc/profile.d/*.sh; e.g. "
+        "/etc/profile.d/cuda.sh",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-token-file-in-tmp",
+        "class": "path",
+        "role": "jupyter",
+        "input": "jupyter_token_file: /tmp/token",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_token_file": "/tmp/token"},
+        "expect": "jupyter_token_file is '/tmp/token': it must lie under /etc/jupyter; e.g. /etc/jupyter/token",
+        "changed_zero": True,
+    },
+    {
+        "id": "conda-prefix-root",
+        "class": "path",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_conda_prefix: /",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_conda_prefix": "/"},
+        "expect": "conda_pytorch_conda_prefix is '/': / itself is never a place Kindling writes to; give a "
+        "directory of its own such as /opt/conda",
+        "changed_zero": True,
+    },
+    {
+        "id": "venv-path-dotdot",
+        "class": "path",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_venv_path: /opt/venvs/../pytorch",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_venv_path": "/opt/venvs/../pytorch"},
+        "expect": "conda_pytorch_venv_path is '/opt/venvs/../pytorch': a path may not contain '//', '.' or "
+        "'..' (it must name the place it ends up at); write it out, e.g. /opt/venvs/pytorch",
+        "changed_zero": True,
+    },
+    {
+        "id": "nouveau-modprobe-dotdot",
+        "class": "path",
+        "role": "nouveau",
+        "input": "nouveau_modprobe_file: /etc/modprobe.d/../nouveau.conf",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nouveau_modprobe_file": "/etc/modprobe.d/../nouveau.conf"},
+        "expect": "nouveau_modprobe_file is '/etc/modprobe.d/../nouveau.conf': a path may not contain '//', "
+        "'.' or '..' (it must name the place it ends up at); write it out, e.g. "
+        "/etc/modprobe.d/blacklist-nouveau.conf",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-notebook-dir-space",
+        "class": "path",
+        "role": "jupyter",
+        "input": "jupyter_notebook_dir: /var/lib/jupyter/my notebooks",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_notebook_dir": "/var/lib/jupyter/my notebooks"},
+        "expect": "jupyter_notebook_dir is '/var/lib/jupyter/my notebooks': a path may hold only letters, "
+        "digits and _ . - + @ (found ' '): whitespace, quotes, $, %, ;, : and control characters would "
+        "change the unit, profile or command it is written into; use e.g. /var/lib/jupyter/notebooks",
+        "changed_zero": True,
+    },
+    {
+        "id": "reboot-state-dir-newline",
+        "class": "path",
+        "role": "reboot_coordinator",
+        "input": 'reboot_coordinator_state_dir: "/var/lib/kindling\\nx"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "reboot_coordinator_state_dir": "/var/lib/kindling\nx"},
+        "expect": "reboot_coordinator_state_dir is '/var/lib/kindling\\nx': a path may hold only letters, "
+        "digits and _ . - + @ (found '\\n')",
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-install-dir-relative",
+        "class": "path",
+        "role": "gpu_check",
+        "input": "gpu_check_install_dir: opt/kindling/bin",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_install_dir": "opt/kindling/bin"},
+        "expect": "gpu_check_install_dir is 'opt/kindling/bin': give an absolute path such as /opt/kindling/bin",
+        "changed_zero": True,
+    },
+    {
+        "id": "site-lock-dir-in-tmp",
+        "class": "path",
+        "role": "site_lock",
+        "input": "site_lock_dir: /tmp/site.lock",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "site_lock_dir": "/tmp/site.lock"},
+        "expect": "site_lock_dir is '/tmp/site.lock': it must lie under /var/lib or /var/run or /run; e.g. "
+        "/var/lib/kindling/site.lock",
+        "changed_zero": True,
+    },
+    {
+        "id": "preflight-disk-path-relative",
+        "class": "path",
+        "role": "gpu_preflight",
+        "input": "gpu_preflight_disk_paths: [opt]",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_preflight_disk_paths": ["opt"]},
+        "expect": "gpu_preflight_disk_paths is ['opt']: element 0 ('opt'): give an absolute path such as /opt",
+        "changed_zero": True,
+    },
+    # --- url: plain http to another host, ftp, whitespace
+    {
+        "id": "pytorch-index-http-remote",
+        "class": "url",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_index_url: http://pypi.example.com/simple (wheels are not pinned by sha256)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_index_url": "http://pypi.example.com/simple"},
+        "expect": "conda_pytorch_index_url is 'http://pypi.example.com/simple': the URL must use https (plain "
+        "http only to this host's loopback): anything on the way could change what is downloaded; use e.g. "
+        "https://download.pytorch.org/whl/cu130",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-index-ftp",
+        "class": "url",
+        "role": "jupyter",
+        "input": "jupyter_pip_index_url: ftp://mirror.example.com/pypi",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_pip_index_url": "ftp://mirror.example.com/pypi"},
+        "expect": "jupyter_pip_index_url is 'ftp://mirror.example.com/pypi': the URL must use https (plain "
+        "http only to this host's loopback)",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-index-trailing-newline",
+        "class": "url",
+        "role": "jupyter",
+        "input": 'jupyter_pip_index_url: "https://pypi.org/simple\\n"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_pip_index_url": "https://pypi.org/simple\n"},
+        "expect": "jupyter_pip_index_url is 'https://pypi.org/simple\\n': not a URL Kindling can write into "
+        "an apt line, a unit or a command line (no whitespace, quotes, $ or backslashes); give one such as "
+        "https://pypi.org/simple",
+        "changed_zero": True,
+    },
+    {
+        "id": "driver-repo-url-space",
+        "class": "url",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_repo_base_url with a space in it (a second apt source on the line)",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "nvidia_driver_repo_base_url": "https://developer.download.nvidia.com/compute/cuda/repos /",
+        },
+        "expect": "nvidia_driver_repo_base_url is 'https://developer.download.nvidia.com/compute/cuda/repos /': "
+        "not a URL Kindling can write into an apt line, a unit or a command line",
+        "changed_zero": True,
+    },
+    {
+        "id": "cudnn-redist-ftp",
+        "class": "url",
+        "role": "cuda",
+        "input": "cuda_cudnn_redist_base_url: ftp://developer.download.nvidia.com/compute/cudnn/redist/",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "cuda_cudnn_redist_base_url": "ftp://developer.download.nvidia.com/compute/cudnn/redist/",
+        },
+        "expect": "cuda_cudnn_redist_base_url is 'ftp://developer.download.nvidia.com/compute/cudnn/redist/': "
+        "the URL must use https/file (plain http only to this host's loopback)",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-key-url-ftp",
+        "class": "url",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_docker_repo_key_url: ftp://download.docker.com/linux/debian/gpg",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "dcgm_exporter_docker_repo_key_url": "ftp://download.docker.com/linux/debian/gpg",
+        },
+        "expect": "dcgm_exporter_docker_repo_key_url is 'ftp://download.docker.com/linux/debian/gpg': the URL "
+        "must use https (plain http only to this host's loopback)",
+        "changed_zero": True,
+    },
+    # --- range: ports, timeouts, sizes, ages
+    {
+        "id": "dcgm-port-70000",
+        "class": "range",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_port: 70000",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_port": 70000},
+        "expect": "dcgm_exporter_port is 70000: it must be from 1 to 65535 (a TCP port)",
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-batch-size-5000",
+        "class": "range",
+        "role": "gpu_check",
+        "input": "gpu_check_batch_size: 5000",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_batch_size": 5000},
+        "expect": "gpu_check_batch_size is 5000: it must be from 0 to 4096 (images per GPU; 0 keeps the "
+        "program's default)",
+        "changed_zero": True,
+    },
+    {
+        "id": "site-lock-stale-after-10",
+        "class": "range",
+        "role": "site_lock",
+        "input": "site_lock_stale_after: 10 (a live run's lock would be taken over)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "site_lock_stale_after": 10},
+        "expect": "site_lock_stale_after is 10: it must be from 60 to 604800 seconds (a lock younger than a "
+        "minute is never stale)",
+        "changed_zero": True,
+    },
+    {
+        "id": "reboot-timeout-5",
+        "class": "range",
+        "role": "reboot_coordinator",
+        "input": "reboot_coordinator_timeout: 5",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "reboot_coordinator_timeout": 5},
+        "expect": "reboot_coordinator_timeout is 5: it must be from 60 to 7200 seconds",
+        "changed_zero": True,
+    },
+    {
+        "id": "driver-repo-timeout-0",
+        "class": "range",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_repo_timeout: 0",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_repo_timeout": 0},
+        "expect": "nvidia_driver_repo_timeout is 0: it must be from 1 to 600 seconds",
+        "changed_zero": True,
+    },
+    {
+        "id": "cuda-apt-lock-timeout-huge",
+        "class": "range",
+        "role": "cuda",
+        "input": "cuda_apt_lock_timeout: 99999",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_apt_lock_timeout": 99999},
+        "expect": "cuda_apt_lock_timeout is 99999: it must be from 0 to 3600 seconds (how long to wait for "
+        "dpkg's lock)",
+        "changed_zero": True,
+    },
+    {
+        "id": "preflight-ram-ratio-100",
+        "class": "range",
+        "role": "gpu_preflight",
+        "input": "gpu_preflight_ram_per_gpu_memory: 100",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_preflight_ram_per_gpu_memory": 100},
+        "expect": "gpu_preflight_ram_per_gpu_memory is 100: it must be in [0, 16]: a multiple of the GPU memory",
+        "changed_zero": True,
+    },
+    # --- pattern: versions with a trailing newline, empty names, LATEST
+    {
+        "id": "cuda-version-trailing-newline",
+        "class": "pattern",
+        "role": "cuda",
+        "input": 'cuda_version: "13.0\\n" (stage 1 checks nvidia_driver, whose nvidia_driver_cuda_version '
+        "defaults to cuda_version, before cuda)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_version": "13.0\n"},
+        "expect": "nvidia_driver_cuda_version is '13.0\\n': a CUDA version is major.minor, quoted (it has "
+        'leading or trailing whitespace or a newline); give a value like "13.0"',
+        "changed_zero": True,
+    },
+    {
+        "id": "cudnn-version-trailing-newline",
+        "class": "pattern",
+        "role": "cuda",
+        "input": 'cuda_cudnn_version: "9.14.0\\n"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_cudnn_version": "9.14.0\n"},
+        "expect": "cuda_cudnn_version is '9.14.0\\n': a cuDNN version is X.Y.Z or X.Y.Z.B (it has leading or "
+        'trailing whitespace or a newline); give a value like "9.14.0"',
+        "changed_zero": True,
+    },
+    {
+        "id": "driver-branch-trailing-newline",
+        "class": "pattern",
+        "role": "nvidia_driver",
+        "input": 'nvidia_driver_branch: "580\\n"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_branch": "580\n"},
+        "expect": "nvidia_driver_branch is '580\\n': a driver branch is three digits, quoted (it has leading "
+        'or trailing whitespace or a newline); give a value like "580"',
+        "changed_zero": True,
+    },
+    {
+        "id": "conda-env-name-empty",
+        "class": "pattern",
+        "role": "conda_pytorch",
+        "input": 'conda_pytorch_env_name: ""',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_env_name": ""},
+        "expect": "conda_pytorch_env_name is '': a name must be 1-64 letters, digits, _ . - (starting with a "
+        "letter or digit); give a value like pytorch",
+        "changed_zero": True,
+    },
+    {
+        "id": "torch-version-local-tag",
+        "class": "pattern",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_version: 2.11.0+cu130",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_version": "2.11.0+cu130"},
+        "expect": "conda_pytorch_version is '2.11.0+cu130': a torch release is X.Y.Z without a local tag; give "
+        'a value like "2.11.0"',
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-kernel-name-empty",
+        "class": "pattern",
+        "role": "jupyter",
+        "input": 'jupyter_kernel_name: ""',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_kernel_name": ""},
+        "expect": "jupyter_kernel_name is '': a name must be 1-64 letters, digits, _ . - (starting with a "
+        "letter or digit); give a value like pytorch",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-user-upper-case",
+        "class": "pattern",
+        "role": "jupyter",
+        "input": "jupyter_user: Jupyter",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_user": "Jupyter"},
+        "expect": "jupyter_user is 'Jupyter': a user or group name must be lower-case letters, digits, _ and - "
+        "(at most 32, starting with a letter or _); give a value like jupyter",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-service-name-with-suffix",
+        "class": "pattern",
+        "role": "jupyter",
+        "input": "jupyter_service_name: jupyter.service",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_service_name": "jupyter.service"},
+        "expect": "jupyter_service_name is 'jupyter.service': give the name without .service, e.g. jupyter",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-image-tag-upper-latest",
+        "class": "pattern",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_image_tag: LATEST",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_image_tag": "LATEST"},
+        "expect": "dcgm_exporter_image_tag is 'LATEST': 'LATEST' is not allowed here; give an exact value like "
+        "4.5.3-4.8.2-ubuntu22.04",
+        "changed_zero": True,
+    },
+    {
+        "id": "reboot-container-type-empty",
+        "class": "pattern",
+        "role": "reboot_coordinator",
+        "input": 'reboot_coordinator_container_types: [docker, ""]',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "reboot_coordinator_container_types": ["docker", ""]},
+        "expect": "reboot_coordinator_container_types is ['docker', '']: element 1 (''): a name must be 1-64 "
+        "letters, digits, _ . - (starting with a letter or digit); give a value like docker",
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-multinode-sizes-semicolon",
+        "class": "pattern",
+        "role": "gpu_check",
+        "input": "gpu_check_multinode_sizes: 1M;64M",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_multinode_sizes": "1M;64M"},
+        "expect": "gpu_check_multinode_sizes is '1M;64M': sizes are comma-separated numbers with K, M or G; "
+        'give a value like "1M,64M,1G"',
+        "changed_zero": True,
+    },
+    # --- injection: a newline plus a unit line, $(...), '; rm'
+    {
+        "id": "jupyter-service-name-unit-line",
+        "class": "injection",
+        "role": "jupyter",
+        "input": 'jupyter_service_name: "jupyter\\nExecStartPre=+/bin/sh -c id"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_service_name": "jupyter" + INJECTED},
+        "expect": "jupyter_service_name is 'jupyter\\nExecStartPre=+/bin/sh -c id': a unit name must be "
+        "letters, digits, _ . @ - without .service; give a value like jupyter",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-notebook-dir-unit-line",
+        "class": "injection",
+        "role": "jupyter",
+        "input": 'jupyter_notebook_dir: "/var/lib/jupyter/nb\\nExecStartPre=+/bin/sh -c id" (written into '
+        "the unit's WorkingDirectory and ReadWritePaths)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_notebook_dir": "/var/lib/jupyter/nb" + INJECTED},
+        "expect": "jupyter_notebook_dir is '/var/lib/jupyter/nb\\nExecStartPre=+/bin/sh -c id': a path may "
+        "hold only letters, digits and _ . - + @ (found '\\n', '=')",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-user-unit-line",
+        "class": "injection",
+        "role": "dcgm_exporter",
+        "input": 'dcgm_exporter_user: "dcgm\\nExecStartPre=+/bin/sh -c id" (the unit\'s User=)',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_user": "dcgm" + INJECTED},
+        "expect": "dcgm_exporter_user is 'dcgm\\nExecStartPre=+/bin/sh -c id': a user or group name must be "
+        "lower-case letters, digits, _ and - (at most 32, starting with a letter or _)",
+        "changed_zero": True,
+    },
+    {
+        "id": "nouveau-modprobe-file-unit-line",
+        "class": "injection",
+        "role": "nouveau",
+        "input": 'nouveau_modprobe_file: "/etc/modprobe.d/x.conf\\nExecStartPre=+/bin/sh -c id"',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nouveau_modprobe_file": "/etc/modprobe.d/x.conf" + INJECTED},
+        "expect": "nouveau_modprobe_file is '/etc/modprobe.d/x.conf\\nExecStartPre=+/bin/sh -c id': a path may "
+        "hold only letters, digits and _ . - + @ (found '\\n', '=')",
+        "changed_zero": True,
+    },
+    {
+        "id": "cuda-home-command-substitution",
+        "class": "injection",
+        "role": "cuda",
+        "input": "cuda_home: /usr/local/cuda$(id) (sourced by every login shell from /etc/profile.d/cuda.sh)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_home": "/usr/local/cuda$(id)"},
+        "expect": "cuda_home is '/usr/local/cuda$(id)': a path may hold only letters, digits and _ . - + @ "
+        "(found '$', '(', ')'): whitespace, quotes, $, %, ;, : and control characters would change the "
+        "unit, profile or command it is written into; use e.g. /usr/local/cuda",
+        "changed_zero": True,
+    },
+    {
+        "id": "cuda-profile-file-command-substitution",
+        "class": "injection",
+        "role": "cuda",
+        "input": "cuda_profile_file: /etc/profile.d/$(id).sh",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_profile_file": "/etc/profile.d/$(id).sh"},
+        "expect": "cuda_profile_file is '/etc/profile.d/$(id).sh': a path may hold only letters, digits and "
+        "_ . - + @ (found '$', '(', ')')",
+        "changed_zero": True,
+    },
+    {
+        "id": "conda-prefix-command-substitution",
+        "class": "injection",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_conda_prefix: /opt/conda$(id) (written into the profile.d snippet)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_conda_prefix": "/opt/conda$(id)"},
+        "expect": "conda_pytorch_conda_prefix is '/opt/conda$(id)': a path may hold only letters, digits and "
+        "_ . - + @ (found '$', '(', ')')",
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-extra-args-rm",
+        "class": "injection",
+        "role": "gpu_check",
+        "input": 'gpu_check_extra_args: ["--steps=30; rm -rf /"]',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_extra_args": ["--steps=30; rm -rf /"]},
+        "expect": "gpu_check_extra_args is ['--steps=30; rm -rf /']: element 0 ('--steps=30; rm -rf /'): an "
+        'option or a plain value; give a value like "--steps=30"',
+        "changed_zero": True,
+    },
+    {
+        "id": "gpu-check-nccl-ifname-rm",
+        "class": "injection",
+        "role": "gpu_check",
+        "input": "gpu_check_nccl_socket_ifname: eth0; rm -rf /",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_check_nccl_socket_ifname": "eth0; rm -rf /"},
+        "expect": "gpu_check_nccl_socket_ifname is 'eth0; rm -rf /': an NCCL interface list; give a value "
+        'like "eth0" or "^docker,lo"',
+        "changed_zero": True,
+    },
+    {
+        "id": "site-lock-dir-rm",
+        "class": "injection",
+        "role": "site_lock",
+        "input": "site_lock_dir: /var/lib/kindling/site.lock; rm -rf /",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "site_lock_dir": "/var/lib/kindling/site.lock; rm -rf /"},
+        "expect": "site_lock_dir is '/var/lib/kindling/site.lock; rm -rf /': a path may hold only letters, "
+        "digits and _ . - + @ (found ' ', ';')",
+        "changed_zero": True,
+    },
+    {
+        "id": "driver-version-rm",
+        "class": "injection",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_version: 580.105.08; rm -rf / (an apt package version)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_version": "580.105.08; rm -rf /"},
+        "expect": "nvidia_driver_version is '580.105.08; rm -rf /': a driver version is "
+        'branch.minor[.patch][-debian revision]; give a value like "580.105.08" or "580.105.08-1"',
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-image-rm",
+        "class": "injection",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_image: nvcr.io/nvidia/k8s/dcgm-exporter; rm -rf / (the unit's docker run line)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_image": "nvcr.io/nvidia/k8s/dcgm-exporter; rm -rf /"},
+        "expect": "dcgm_exporter_image is 'nvcr.io/nvidia/k8s/dcgm-exporter; rm -rf /': an image repository is "
+        "registry/path in lower case, without a tag or digest",
+        "changed_zero": True,
+    },
+    # --- unit-shadow: a name an installed unit not written by Kindling has
+    {
+        "id": "jupyter-service-name-dbus",
+        "class": "unit-shadow",
+        "role": "jupyter",
+        "input": "jupyter_service_name: dbus (the test host has /lib/systemd/system/dbus.service)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_service_name": "dbus"},
+        "expect": "jupyter_service_name is 'dbus': /usr/lib/systemd/system/dbus.service is already installed "
+        "and was not written by Kindling's jupyter role; a unit of that name would shadow or replace it. "
+        "Choose another name, e.g. kindling-dbus",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-service-name-journald",
+        "class": "unit-shadow",
+        "role": "jupyter",
+        "input": "jupyter_service_name: systemd-journald",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_service_name": "systemd-journald"},
+        "expect": "jupyter_service_name is 'systemd-journald': /usr/lib/systemd/system/systemd-journald.service "
+        "is already installed and was not written by Kindling's jupyter role",
+        "changed_zero": True,
+    },
+    # --- secret: the token's directory, or the token file, open to someone other than root
+    {
+        "id": "jupyter-token-dir-world-writable",
+        "class": "secret",
+        "role": "jupyter",
+        "input": "the default jupyter_token_file /etc/jupyter/token, with /etc/jupyter made mode 0777 first",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU},
+        "prepare": "mkdir -p /etc/jupyter && chmod 0777 /etc/jupyter",
+        "cleanup": "rm -rf /etc/jupyter",
+        "expect": "jupyter_token_file is '/etc/jupyter/token': /etc/jupyter is writable by users other than "
+        "root (mode 0777); keep secrets in a root-owned directory that only root can write, such as the "
+        "default",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-token-dir-not-root-owned",
+        "class": "secret",
+        "role": "jupyter",
+        "input": "the default jupyter_token_file, with /etc/jupyter owned by uid 1000 first",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU},
+        "prepare": "mkdir -p /etc/jupyter && chown 1000:1000 /etc/jupyter && chmod 0755 /etc/jupyter",
+        "cleanup": "rm -rf /etc/jupyter",
+        "expect": "jupyter_token_file is '/etc/jupyter/token': /etc/jupyter is owned by uid 1000, not root",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-token-file-planted-link",
+        "class": "secret",
+        "role": "jupyter",
+        "input": "the default jupyter_token_file, with /etc/jupyter/token planted as a link to /tmp/planted",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU},
+        "prepare": "mkdir -p /etc/jupyter && ln -s /tmp/planted /etc/jupyter/token",
+        "cleanup": "rm -rf /etc/jupyter",
+        "expect": "jupyter_token_file is '/etc/jupyter/token': /etc/jupyter/token is a symbolic link; remove it "
+        "so the secret is written to a file of its own",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-token-dir-is-a-link",
+        "class": "secret",
+        "role": "jupyter",
+        "input": "jupyter_token_file: /etc/jupyter/secrets/token, with /etc/jupyter/secrets a link to /tmp",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_token_file": "/etc/jupyter/secrets/token"},
+        "prepare": "mkdir -p /etc/jupyter && ln -s /tmp /etc/jupyter/secrets",
+        "cleanup": "rm -rf /etc/jupyter",
+        "expect": "jupyter_token_file is '/etc/jupyter/secrets/token': /etc/jupyter/secrets is a symbolic link, "
+        "which someone could point anywhere",
+        "changed_zero": True,
+    },
+    # --- rule: variables of one role that contradict each other
+    {
+        "id": "driver-version-of-another-branch",
+        "class": "rule",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_version: 535.183.01 with the default nvidia_driver_branch 580",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_version": "535.183.01"},
+        "expect": "nvidia_driver_version is '535.183.01': it is not a release of nvidia_driver_branch '580'; set "
+        "nvidia_driver_branch to '535' or pick a 580.x version",
+        "changed_zero": True,
+    },
+    {
+        "id": "cuda-extra-lists-cuda-version",
+        "class": "rule",
+        "role": "cuda",
+        "input": 'cuda_versions_extra: ["12.8", "13.0"] with cuda_version 13.0',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_versions_extra": ["12.8", "13.0"]},
+        "expect": "cuda_versions_extra is ['12.8', '13.0']: it lists cuda_version '13.0', which is installed "
+        "anyway; list only the other toolkits",
+        "changed_zero": True,
+    },
+    {
+        "id": "cudnn-tarball-url-without-sha256",
+        "class": "rule",
+        "role": "cuda",
+        "input": "cuda_cudnn_install_method: tarball with cuda_cudnn_tarball_url and no cuda_cudnn_tarball_sha256",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "cuda_cudnn_install_method": "tarball",
+            "cuda_cudnn_tarball_url": "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/"
+            "linux-x86_64/cudnn-linux-x86_64-9.14.0.64_cuda13-archive.tar.xz",
+        },
+        "expect": "cuda_cudnn_tarball_sha256 is '': cuda_cudnn_tarball_url is set, so give the archive's sha256 "
+        "too (or leave both empty to take them from NVIDIA's manifest)",
+        "changed_zero": True,
+    },
+    {
+        "id": "conda-install-method-with-venv-backend",
+        "class": "rule",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_install_method: conda with conda_pytorch_backend: venv (torch 2.5.1 cu124)",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "conda_pytorch_install_method": "conda",
+            "conda_pytorch_backend": "venv",
+            "conda_pytorch_version": "2.5.1",
+            "conda_pytorch_cuda_variant": "cu124",
+        },
+        "expect": "conda_pytorch_install_method is 'conda': installing torch with conda needs "
+        "conda_pytorch_backend conda (and no conda_pytorch_python to adopt); set it to pip",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-native-without-binary",
+        "class": "rule",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_mode: native with no dcgm_exporter_binary_url or _sha256",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_mode": "native"},
+        "expect": "dcgm_exporter_binary_url is '': dcgm_exporter_mode native needs the URL of a dcgm-exporter "
+        "binary (NVIDIA publishes source and container images, not a binary download: build it, or use "
+        "container mode)",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-port-clashes-with-node-exporter",
+        "class": "rule",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_port: 9100, the default dcgm_exporter_node_exporter_port",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "dcgm_exporter_port": 9100},
+        "expect": "dcgm_exporter_node_exporter_port is 9100: it is dcgm_exporter_port too; give each exporter a "
+        "port of its own",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-tls-cert-without-key",
+        "class": "rule",
+        "role": "jupyter",
+        "input": "jupyter_tls_cert: /etc/ssl/certs/jupyter.pem and no jupyter_tls_key",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_tls_cert": "/etc/ssl/certs/jupyter.pem"},
+        "expect": "jupyter_tls_key is '': jupyter_tls_cert is set, so set jupyter_tls_key too (a certificate "
+        "needs its key), or neither",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-notebook-dir-above-home",
+        "class": "rule",
+        "role": "jupyter",
+        "input": "jupyter_notebook_dir: /srv/lab, above jupyter_home /srv/lab/home",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_notebook_dir": "/srv/lab", "jupyter_home": "/srv/lab/home"},
+        "expect": "jupyter_notebook_dir is '/srv/lab': it is above jupyter_home, so the service could write "
+        "outside its home; put it inside jupyter_home",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-home-system-dir",
+        "class": "path",
+        "role": "jupyter",
+        "input": "jupyter_home: /etc (the role would chown it to the jupyter user)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_home": "/etc", "jupyter_notebook_dir": "/etc/notebooks"},
+        "expect": "jupyter_home is '/etc': /etc is a system directory, and the role would make it its own "
+        "(owner, mode, contents); give a directory of its own such as /var/lib/jupyter",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-home-another-users",
+        "class": "host",
+        "role": "jupyter",
+        "input": "jupyter_home: /srv/alice, an existing directory of another user (uid 1000)",
+        "playbook": "site.yml",
+        "prepare": "mkdir -p /srv/alice && chown 1000:1000 /srv/alice",
+        "cleanup": "rm -rf /srv/alice",
+        "vars": {
+            **NO_GPU,
+            "jupyter_home": "/srv/alice",
+            "jupyter_notebook_dir": "/srv/alice/notebooks",
+        },
+        "expect": "jupyter_home is '/srv/alice': it already exists, owned by uid 1000, and the role would hand "
+        "it to jupyter; give a directory of its own, such as the default",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-user-existing-account",
+        "class": "privilege",
+        "role": "jupyter",
+        "input": "jupyter_user: daemon (an existing system account the role would rewrite)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_user": "daemon"},
+        "expect": "jupyter_user is 'daemon': that account already exists with home /usr/sbin (uid 1), not "
+        "jupyter_home /var/lib/jupyter: the role would rewrite another account. Choose a name of its own, "
+        "such as the default",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-user-groups-docker",
+        "class": "privilege",
+        "role": "jupyter",
+        "input": "jupyter_user_groups: [docker] (root for every notebook user)",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_user_groups": ["docker"]},
+        "expect": "jupyter_user_groups is ['docker']: docker would give everyone who can open a notebook root "
+        "on the host (Docker's post-install guide: the group grants privileges equivalent to root)",
+        "changed_zero": True,
+    },
+    {
+        "id": "jupyter-tls-files-missing",
+        "class": "host",
+        "role": "jupyter",
+        "input": "jupyter_tls_cert and jupyter_tls_key naming files the host does not have",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "jupyter_ip": "0.0.0.0",
+            "jupyter_tls_cert": "/etc/ssl/certs/lab.pem",
+            "jupyter_tls_key": "/etc/ssl/private/lab.key",
+        },
+        "expect": "jupyter_tls_cert is '/etc/ssl/certs/lab.pem': there is no such file on this host; put it "
+        "there first",
+        "changed_zero": True,
+    },
+    # --- privilege: root as the service user (the role rewrites that account's home and shell)
+    {
+        "id": "jupyter-user-root",
+        "class": "privilege",
+        "role": "jupyter",
+        "input": "jupyter_user: root",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "jupyter_user": "root"},
+        "expect": "jupyter_user is 'root': the server runs whatever code its users send, so it must not run "
+        "as root, and the role would set root's home to jupyter_home and its shell to /usr/sbin/nologin; "
+        "keep the default jupyter, a system user of its own",
+        "changed_zero": True,
+    },
+    {
+        "id": "dcgm-user-root",
+        "class": "privilege",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_mode: native with dcgm_exporter_user: root (and a pinned binary)",
+        "playbook": "site.yml",
+        "vars": {
+            **NO_GPU,
+            "dcgm_exporter_mode": "native",
+            "dcgm_exporter_binary_url": "https://example.com/dcgm-exporter",
+            "dcgm_exporter_binary_sha256": "0" * 64,
+            "dcgm_exporter_user": "root",
+        },
+        "expect": "dcgm_exporter_user is 'root': the role would set root's shell to /usr/sbin/nologin and its "
+        "home to /nonexistent; keep the default dcgm-exporter, a system user of its own",
+        "changed_zero": True,
+    },
+    # --- stack-defaults: one key of the stack changed; another role's default now refuses it
+    {
+        "id": "only-driver-branch-535",
+        "class": "stack-defaults",
+        "role": "nvidia_driver",
+        "input": "only nvidia_driver_branch: \"535\"; cuda's default cuda_version 13.0 and conda_pytorch's "
+        "default cu130 wheel need driver >= 580",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_branch": "535"},
+        "expect": "[driver-too-old-for-cuda] Driver 535 is too old for CUDA 13.0, which needs Linux driver >= "
+        "580.65.06; raise nvidia_driver_branch to 580 or newer, or lower cuda_version to 12.2. Fix: "
+        'nvidia_driver_branch: "580"',
+        "changed_zero": True,
+    },
+    {
+        "id": "only-cuda-version-12.8",
+        "class": "stack-defaults",
+        "role": "cuda",
+        "input": 'only cuda_version: "12.8"; conda_pytorch\'s default torch 2.11.0 cu130 is built with CUDA 13',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_version": "12.8"},
+        "expect": "[torch-cuda-major-mismatch] torch 2.11.0 cu130 is built with CUDA 13.0 but the toolkit is "
+        "CUDA 12.8; torch.utils.cpp_extension refuses to build CUDA extensions across CUDA majors; set "
+        'conda_pytorch_cuda_variant: "cu128".',
+        "changed_zero": True,
+    },
+    {
+        "id": "only-cuda-version-13.2",
+        "class": "stack-defaults",
+        "role": "cuda",
+        "input": 'only cuda_version: "13.2"; nvidia_driver\'s default branch 580 is too old for it',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "cuda_version": "13.2"},
+        "expect": "[driver-too-old-for-cuda] Driver 580 is too old for CUDA 13.2, which needs Linux driver >= "
+        "595.45.04",
+        "changed_zero": True,
+    },
+    {
+        "id": "only-torch-variant-cu128",
+        "class": "stack-defaults",
+        "role": "conda_pytorch",
+        "input": "only conda_pytorch_cuda_variant: cu128; cuda's default toolkit is CUDA 13.0",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "conda_pytorch_cuda_variant": "cu128"},
+        "expect": "[torch-cuda-major-mismatch] torch 2.11.0 cu128 is built with CUDA 12.8 but the toolkit is "
+        "CUDA 13.0; torch.utils.cpp_extension refuses to build CUDA extensions across CUDA majors; set "
+        'conda_pytorch_cuda_variant: "cu130".',
         "changed_zero": True,
     },
 ]
@@ -383,6 +1479,27 @@ def case_count() -> int:
     return len(CASES) + sum(len(rows) for _, rows in SECTIONS)
 
 
+def also_through_site(case: Dict[str, object]) -> bool:
+    """A stage-playbook case that is run a second time, through site.yml."""
+    return case["playbook"] != "site.yml" and case.get("site", True) is not False
+
+
+SITE_CASES = [case for case in CASES if also_through_site(case)]
+
+
+def through_site_count() -> int:
+    """The cases refused by site.yml before its first change: their own playbook, or the second run."""
+    return sum(1 for case in CASES if case["playbook"] == "site.yml" or also_through_site(case))
+
+
+def count_by(field: str, order: List[str]) -> List[tuple]:
+    return [(key, sum(1 for case in CASES if case[field] == key)) for key in order]
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|")
+
+
 def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
     """docs/RELIABILITY.md, from the lists above.
 
@@ -393,6 +1510,13 @@ def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
 
     def result(case_id: str) -> str:
         return (results or {}).get(case_id, "pass")
+
+    def site_column(case: Dict[str, object]) -> str:
+        if case["playbook"] == "site.yml":
+            return "its own playbook"
+        if also_through_site(case):
+            return "also, before stage 2"
+        return f"no: {case['site_why']}"
 
     lines = [
         "# Reliability and security cases",
@@ -413,13 +1537,33 @@ def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
         "/var/lib/kindling and more, the package list, holds, users and unit files) is the same",
         "before and after.",
         "",
-        "| case | input | the user sees | test | result |",
-        "|---|---|---|---|---|",
+        f"{through_site_count()} of {len(CASES)} cases are refused before the first change through "
+        f"site.yml: {sum(1 for c in CASES if c['playbook'] == 'site.yml')} run site.yml as their own "
+        f"playbook, and {len(SITE_CASES)} that run a stage playbook are run through site.yml as well "
+        "(`test_bad_input_is_refused_by_site_yml_before_stage_2`: the same message, stage 2 never "
+        "starts, changed=0, the snapshot unchanged).",
+        "",
+        "| class | what is wrong | cases |",
+        "|---|---|---|",
+    ]
+    for name, count in count_by("class", list(CLASSES)):
+        lines.append(f"| {name} | {_cell(CLASSES[name])} | {count} |")
+    lines += [
+        "",
+        "| role | cases |",
+        "|---|---|",
+    ]
+    for name, count in count_by("role", ROLES):
+        lines.append(f"| {name} | {count} |")
+    lines += [
+        "",
+        "| case | class | role | input | the user sees | through site.yml | test | result |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for case in CASES:
-        expect = str(case["expect"]).replace("|", "\\|")
         lines.append(
-            f"| {case['id']} | {case['input']} | {expect} "
+            f"| {case['id']} | {case['class']} | {case['role']} | {_cell(case['input'])} "
+            f"| {_cell(case['expect'])} | {_cell(site_column(case))} "
             f"| tests/reliability/test_bad_inputs.py[{case['id']}] | {result(str(case['id']))} |"
         )
     for title, rows in SECTIONS:

@@ -1,9 +1,9 @@
 """conda_pytorch: argument validation and the command lines the conda path builds.
 
 The conda backend can't be converged here (GitHub and conda's channels are unreachable),
-so one ansible-playbook run against localhost runs the role's read-only preflight (and,
-for the argument-spec case, the role's validation) for several settings and records the
-rendered ``conda_pytorch_commands`` or the failure message of each.
+so one ansible-playbook run against localhost runs the role's input check and read-only
+preflight (and, for the argument-spec case, the role's validation) for several settings
+and records the rendered ``conda_pytorch_commands`` or the failure message of each.
 """
 
 from __future__ import annotations
@@ -80,10 +80,24 @@ def _block(name: str, role_vars: dict, tasks_from: str | None) -> dict:
         include["tasks_from"] = tasks_from
     ok = "{{ results | combine({case: {'ok': true, 'commands': conda_pytorch_commands}}) }}"
     failed = "{{ results | combine({case: {'ok': false, 'msg': ansible_failed_result.msg}}) }}"
+    # The role's input check (tasks/inputs.yml) runs first, as the role's main does.
+    checks = []
+    if tasks_from == "preflight.yml":
+        checks.append(
+            {
+                "name": f"Check the inputs of {name}",
+                "ansible.builtin.include_role": {
+                    "name": "conda_pytorch",
+                    "tasks_from": "inputs.yml",
+                },
+                "vars": {**BASE, **role_vars},
+            }
+        )
     return {
         "name": f"Case {name}",
         "vars": {"case": name},
         "block": [
+            *checks,
             {
                 "name": f"Run {name}",
                 "ansible.builtin.include_role": include,

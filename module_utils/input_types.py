@@ -1,0 +1,577 @@
+"""Kindling's shared input types: the shapes a role variable's value must fit.
+
+argument_specs.yml gives Ansible's coarse types (str, int, path, list, choices).
+These are the finer shapes that fit a value's meaning, written once and used by every
+role (module_utils/role_inputs.py names which variable has which shape):
+
+- ``AbsPath``: an absolute path that is not ``/``, with no ``.``/``..`` component,
+  no doubled slash, and only the characters ``A-Z a-z 0-9 _ . - + @``. That rules out
+  whitespace, control characters, quotes, ``$``, ``%`` (a systemd specifier), ``;``,
+  ``:`` (a PATH or ``docker -v`` separator) and ``\\``, so a path can be written
+  unquoted into a unit, a shell-sourced profile snippet, an apt line or a command line.
+  ``under`` confines it to a directory; ``name`` fixes the form of its last component.
+- ``Url``: https (or http to this host's loopback), or, where the content is verified
+  by a signature or a checksum, plain http too; no whitespace, quotes or shell metas.
+- ``Int``/``Float``: a number in a stated range; ``Port`` is 1-65535.
+- ``Pattern``: a string matched whole (``\\A…\\Z``: a trailing newline fails, which
+  ``^…$`` lets through); ``Version`` and ``Name`` are patterns.
+- ``UnitName``: a systemd unit name; the host-side check (role_inputs) also refuses one
+  that an installed unit not written by Kindling already has.
+- ``ListOf``/``DictOf``/``Record``: containers of the above.
+- ``Spec``: argument_specs' own type or choices is the whole shape (bools, choices).
+- ``Free``: no finer shape, with the reason written beside it.
+
+Each ``check`` returns ``None`` or a problem: what is wrong and the fix, to be put after
+``<variable> is <value>``. The caller names the variable (see ``problem_message``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+PATH_COMPONENT = re.compile(r"\A[A-Za-z0-9_.+@-]+\Z")
+URL = re.compile(
+    r"\A(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*)"
+    r"(?::(?P<port>[0-9]{1,5}))?(?P<rest>[/?][A-Za-z0-9._~!&()*+,;=:@%/?-]*)?\Z"
+)
+
+
+class Shape:
+    """One shape; ``check`` returns None when the value fits, else the problem and fix."""
+
+    empty_ok = False
+
+    def check(self, value: Any) -> Optional[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _empty(self, value: Any) -> bool:
+        return self.empty_ok and value in ("", None)
+
+
+def _quoted(value: Any) -> str:
+    """The value as the message shows it: repr for strings, so a newline shows as \\n."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def problem_message(name: str, value: Any, problem: str, secret: bool = False) -> str:
+    shown = "(a value hidden by no_log)" if secret else _quoted(value)
+    return f"{name} is {shown}: {problem}"
+
+
+class Spec(Shape):
+    """argument_specs' type or choices is the whole shape (bools, fixed choices)."""
+
+    def __init__(self, why: str = "argument_specs' type and choices are the whole shape"):
+        self.why = why
+
+    def check(self, value: Any) -> Optional[str]:
+        return None
+
+    def describe(self) -> str:
+        return "type and choices only"
+
+
+class Free(Shape):
+    """No finer shape than argument_specs' type, for the stated reason."""
+
+    def __init__(self, why: str):
+        if not why:
+            raise ValueError("Free needs the reason why the value has no finer shape")
+        self.why = why
+
+    def check(self, value: Any) -> Optional[str]:
+        return None
+
+    def describe(self) -> str:
+        return f"free ({self.why})"
+
+
+# The directories of the Filesystem Hierarchy Standard 3.0 (chapters 3-5: the root
+# filesystem, /usr and /var) and the Debian/Ubuntu ones beside them. A directory a role
+# makes its own (owner, mode, contents) may lie inside them but never be one of them.
+SYSTEM_DIRS = frozenset(
+    [
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/var",
+        "/etc/opt",
+        "/etc/apt",
+        "/etc/default",
+        "/etc/systemd",
+        "/etc/systemd/system",
+        "/usr/bin",
+        "/usr/include",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/libexec",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/local/lib",
+        "/usr/local/share",
+        "/usr/local/sbin",
+        "/usr/local/include",
+        "/usr/sbin",
+        "/usr/share",
+        "/usr/src",
+        "/var/backups",
+        "/var/cache",
+        "/var/lib",
+        "/var/lib/apt",
+        "/var/lib/dpkg",
+        "/var/lib/systemd",
+        "/var/local",
+        "/var/lock",
+        "/var/log",
+        "/var/mail",
+        "/var/opt",
+        "/var/run",
+        "/var/spool",
+        "/var/tmp",
+    ]
+)
+
+
+class AbsPath(Shape):
+    def __init__(
+        self,
+        under: Sequence[str] = (),
+        name: Optional[str] = None,
+        why: str = "",
+        empty_ok: bool = False,
+        example: str = "/opt/kindling",
+        own_dir: bool = False,
+    ):
+        self.own_dir = own_dir
+        self.under = tuple(under)
+        self.name = re.compile(r"\A(?:" + name + r")\Z") if name else None
+        self.why = why
+        self.empty_ok = empty_ok
+        self.example = example
+
+    def check(self, value: Any) -> Optional[str]:
+        if self._empty(value):
+            return None
+        if not isinstance(value, str) or not value.startswith("/"):
+            return f"give an absolute path such as {self.example}"
+        if value == "/" or value.rstrip("/") == "":
+            return (
+                "/ itself is never a place Kindling writes to; give a directory of its own "
+                f"such as {self.example}"
+            )
+        if self.own_dir and value.rstrip("/") in SYSTEM_DIRS:
+            return (
+                f"{value.rstrip('/')} is a system directory, and the role would make it its own "
+                f"(owner, mode, contents); give a directory of its own such as {self.example}"
+            )
+        parts = value.rstrip("/").split("/")[1:]
+        for part in parts:
+            if part in ("", ".", ".."):
+                return (
+                    "a path may not contain '//', '.' or '..' (it must name the place it ends "
+                    f"up at); write it out, e.g. {self.example}"
+                )
+            if not PATH_COMPONENT.match(part):
+                bad = sorted({c for c in part if not re.match(r"[A-Za-z0-9_.+@-]", c)})
+                return (
+                    "a path may hold only letters, digits and _ . - + @ (found "
+                    f"{', '.join(repr(c) for c in bad)}): whitespace, quotes, $, %, ;, : and "
+                    f"control characters would change the unit, profile or command it is written "
+                    f"into; use e.g. {self.example}"
+                )
+        if self.under:
+            inside = [d for d in self.under if value.rstrip("/").startswith(d.rstrip("/") + "/")]
+            if not inside:
+                why = self.why or "it must lie under " + " or ".join(self.under)
+                return f"{why}; e.g. {self.example}"
+        if self.name and not self.name.match(parts[-1]):
+            return f"{self.why or 'its file name has the wrong form'}; e.g. {self.example}"
+        return None
+
+    def describe(self) -> str:
+        text = "absolute path (not /, no ..)"
+        if self.under:
+            text += " under " + " or ".join(self.under)
+        if self.own_dir:
+            text += ", not a system directory"
+        if self.empty_ok:
+            text += ", or empty"
+        return text
+
+
+class Url(Shape):
+    """A URL; https unless ``http`` says why plain http is safe for this download."""
+
+    def __init__(
+        self,
+        schemes: Sequence[str] = ("https",),
+        http_anywhere: str = "",
+        empty_ok: bool = False,
+        example: str = "https://example.com/",
+    ):
+        self.schemes = tuple(schemes)
+        self.http_anywhere = http_anywhere  # the reason, when http is as safe as https here
+        self.empty_ok = empty_ok
+        self.example = example
+
+    def check(self, value: Any) -> Optional[str]:
+        if self._empty(value):
+            return None
+        if not isinstance(value, str):
+            return f"give a URL such as {self.example}"
+        match = URL.match(value)
+        if not match or (not match.group("host") and match.group("scheme") != "file"):
+            return (
+                f"not a URL Kindling can write into an apt line, a unit or a command line (no "
+                f"whitespace, quotes, $ or backslashes); give one such as {self.example}"
+            )
+        scheme, host = match.group("scheme"), match.group("host").strip("[]")
+        if scheme in self.schemes:
+            return None
+        if scheme == "http" and (self.http_anywhere or _loopback(host)):
+            return None
+        allowed = "/".join(self.schemes)
+        return (
+            f"the URL must use {allowed}"
+            + (" (plain http only to this host's loopback)" if "https" in self.schemes else "")
+            + f": anything on the way could change what is downloaded; use e.g. {self.example}"
+        )
+
+    def describe(self) -> str:
+        text = "/".join(self.schemes) + " URL"
+        if self.http_anywhere:
+            text += f" (http too: {self.http_anywhere})"
+        elif "https" in self.schemes:
+            text += " (http only to loopback)"
+        return text + (", or empty" if self.empty_ok else "")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Int(Shape):
+    def __init__(self, low: int, high: int, unit: str = "", why: str = ""):
+        self.low, self.high, self.unit, self.why = low, high, unit, why
+
+    def check(self, value: Any) -> Optional[str]:
+        # A string must be plain digits: int() would also take " 9400", "9400\n", "9_400"
+        # and other scripts' digits, which templates then write as they are.
+        if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"give a whole number from {self.low} to {self.high}"
+        if self.low <= value <= self.high:
+            return None
+        unit = f" {self.unit}" if self.unit else ""
+        return f"it must be from {self.low} to {self.high}{unit}" + (
+            f" ({self.why})" if self.why else ""
+        )
+
+    def describe(self) -> str:
+        return f"int {self.low}-{self.high}" + (f" {self.unit}" if self.unit else "")
+
+
+def Port() -> Int:
+    return Int(1, 65535, why="a TCP port")
+
+
+class Float(Shape):
+    def __init__(self, low: float, high: float, low_open: bool = False, why: str = ""):
+        self.low, self.high, self.low_open, self.why = low, high, low_open, why
+
+    def check(self, value: Any) -> Optional[str]:
+        if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+(\.[0-9]+)?", value):
+            return f"give a number from {self.low} to {self.high}"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if isinstance(value, bool) or number != number:  # a bool, or not a number (nan)
+            return f"give a number from {self.low} to {self.high}"
+        too_low = number <= self.low if self.low_open else number < self.low
+        if too_low or number > self.high:
+            bracket = "(" if self.low_open else "["
+            return f"it must be in {bracket}{self.low}, {self.high}]" + (
+                f": {self.why}" if self.why else ""
+            )
+        return None
+
+    def describe(self) -> str:
+        return f"number in {'(' if self.low_open else '['}{self.low}, {self.high}]"
+
+
+class Pattern(Shape):
+    """A string matched whole: ``\\A(?:regex)\\Z`` (a trailing newline does not pass)."""
+
+    def __init__(
+        self,
+        regex: str,
+        example: str,
+        what: str = "",
+        empty_ok: bool = False,
+        forbid: Sequence[str] = (),
+    ):
+        self.regex = re.compile(r"\A(?:" + regex + r")\Z")
+        self.source = regex
+        self.example = example
+        self.what = what
+        self.empty_ok = empty_ok
+        self.forbid = tuple(forbid)
+
+    def check(self, value: Any) -> Optional[str]:
+        if self._empty(value):
+            return None
+        if not isinstance(value, str) or not self.regex.match(value):
+            what = self.what or "the wrong form"
+            if isinstance(value, str) and value.strip() != value:
+                what += " (it has leading or trailing whitespace or a newline)"
+            return f"{what}; give a value like {self.example}"
+        if value.lower() in self.forbid:
+            return f"{value!r} is not allowed here; give an exact value like {self.example}"
+        return None
+
+    def describe(self) -> str:
+        return f"matches {self.source}" + (", or empty" if self.empty_ok else "")
+
+
+def Name(example: str = "pytorch", empty_ok: bool = False) -> Pattern:
+    return Pattern(
+        r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
+        example,
+        "a name must be 1-64 letters, digits, _ . - (starting with a letter or digit)",
+        empty_ok,
+    )
+
+
+def UserName(example: str) -> Pattern:
+    # useradd's own rule on Debian/Ubuntu (NAME_REGEX of adduser), without the trailing $.
+    return Pattern(
+        r"[a-z_][a-z0-9_-]{0,31}",
+        example,
+        "a user or group name must be lower-case letters, digits, _ and - "
+        "(at most 32, starting with a letter or _)",
+    )
+
+
+def Sha256(empty_ok: bool = False) -> Pattern:
+    return Pattern(
+        r"[0-9a-fA-F]{64}",
+        "the 64 hex digits that sha256sum prints",
+        "a sha256 is 64 hex digits",
+        empty_ok,
+    )
+
+
+def Fingerprint() -> Pattern:
+    # 40 hex digits, or grouped in fours as gpg --fingerprint prints them.
+    return Pattern(
+        r"[0-9A-Fa-f]{40}|(?:[0-9A-Fa-f]{4} {1,2}){9}[0-9A-Fa-f]{4}",
+        "the 40 hex digits that gpg --show-keys --with-fingerprint prints",
+        "give the key's full fingerprint, 40 hex digits (a short key id is not enough)",
+    )
+
+
+class UnitName(Pattern):
+    """A systemd service name without '.service'; the host check refuses a taken one."""
+
+    def __init__(self, example: str):
+        super().__init__(
+            r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}",
+            example,
+            "a unit name must be letters, digits, _ . @ - without .service",
+        )
+
+    def check(self, value: Any) -> Optional[str]:
+        problem = super().check(value)
+        if problem is None and isinstance(value, str) and value.endswith(".service"):
+            return f"give the name without .service, e.g. {self.example}"
+        return problem
+
+    def describe(self) -> str:
+        return "systemd service name, not one an installed unit not written by Kindling has"
+
+
+class IPAddress(Shape):
+    def __init__(self, example: str = "127.0.0.1"):
+        self.example = example
+
+    def check(self, value: Any) -> Optional[str]:
+        if value == "localhost":
+            return None
+        if isinstance(value, str) and "%" in value:
+            # A scoped IPv6 address (fe80::1%eth0): % is a specifier in systemd units.
+            return f"give an address without a %zone, such as {self.example}"
+        try:
+            ipaddress.ip_address(str(value))
+        except ValueError:
+            return f"give an IP address such as {self.example} (or localhost)"
+        return None
+
+    def describe(self) -> str:
+        return "IP address or localhost"
+
+
+class Text(Shape):
+    """Printable text on one line, without the characters its format can't hold."""
+
+    def __init__(self, forbid: str = "", max_len: int = 200, empty_ok: bool = True, why: str = ""):
+        self.forbid, self.max_len, self.empty_ok, self.why = forbid, max_len, empty_ok, why
+
+    def check(self, value: Any) -> Optional[str]:
+        if self._empty(value):
+            return None
+        if not isinstance(value, str) or not value.strip():
+            return "give some text"
+        if len(value) > self.max_len:
+            return f"keep it to {self.max_len} characters"
+        bad = [c for c in value if not c.isprintable() or c in self.forbid]
+        if bad:
+            return (
+                "it may not hold control characters, newlines or "
+                f"{' '.join(self.forbid) or 'the like'} "
+                f"(found {', '.join(sorted({repr(c) for c in bad}))})"
+                + (f": {self.why}" if self.why else "")
+            )
+        return None
+
+    def describe(self) -> str:
+        return "one line of printable text" + (
+            f" without {' '.join(self.forbid)}" if self.forbid else ""
+        )
+
+
+class ListOf(Shape):
+    def __init__(self, element: Shape, unique: bool = False, min_len: int = 0):
+        self.element, self.unique, self.min_len = element, unique, min_len
+
+    def check(self, value: Any) -> Optional[str]:
+        if not isinstance(value, (list, tuple)):
+            return "give a list"
+        if len(value) < self.min_len:
+            return f"give at least {self.min_len} element(s)"
+        for index, item in enumerate(value):
+            problem = self.element.check(item)
+            if problem:
+                return f"element {index} ({_quoted(item)}): {problem}"
+        if self.unique and len({repr(v) for v in value}) != len(value):
+            return "each element may appear once"
+        return None
+
+    def describe(self) -> str:
+        return f"list of {self.element.describe()}"
+
+
+class DictOf(Shape):
+    def __init__(self, keys: Shape, values: Shape):
+        self.keys, self.values = keys, values
+
+    def check(self, value: Any) -> Optional[str]:
+        if not isinstance(value, dict):
+            return "give a mapping"
+        for key, item in value.items():
+            problem = self.keys.check(key) or self.values.check(item)
+            if problem:
+                return f"entry {key!r}: {problem}"
+        return None
+
+    def describe(self) -> str:
+        return f"mapping of {self.keys.describe()} to {self.values.describe()}"
+
+
+class Record(Shape):
+    """A dict with known keys, each with its shape; ``required`` keys must be there."""
+
+    def __init__(self, fields: Dict[str, Shape], required: Iterable[str] = ()):
+        self.fields, self.required = fields, tuple(required)
+
+    def check(self, value: Any) -> Optional[str]:
+        if not isinstance(value, dict):
+            return "give a mapping with keys " + ", ".join(self.fields)
+        missing = [k for k in self.required if k not in value]
+        if missing:
+            return f"key {missing[0]} is missing (keys: {', '.join(self.fields)})"
+        unknown = sorted(set(value) - set(self.fields))
+        if unknown:
+            return f"unknown key {unknown[0]!r} (keys: {', '.join(self.fields)})"
+        for key, shape in self.fields.items():
+            if key in value:
+                problem = shape.check(value[key])
+                if problem:
+                    return f"its {key} {_quoted(value[key])}: {problem}"
+        return None
+
+    def describe(self) -> str:
+        return "mapping with " + ", ".join(self.fields)
+
+
+class Choice(Shape):
+    """A value from a fixed set, for the elements and keys argument_specs can't restrict."""
+
+    def __init__(self, choices: Sequence[Any]):
+        self.choices = tuple(choices)
+
+    def check(self, value: Any) -> Optional[str]:
+        if value in self.choices:
+            return None
+        return "choose one of " + ", ".join(str(c) for c in self.choices)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(str(c) for c in self.choices)
+
+
+def check_all(
+    shapes: Dict[str, Shape], values: Dict[str, Any], secret: Iterable[str] = ()
+) -> List[Tuple[str, str]]:
+    """(variable, message) for every value that does not fit its shape, in shape order."""
+    secret = set(secret)
+    found = []
+    for name, shape in shapes.items():
+        if name not in values:
+            continue
+        problem = shape.check(values[name])
+        if problem and name in secret and any(leaf in problem for leaf in _leaves(values[name])):
+            problem = f"it does not fit ({shape.describe()})"  # the problem quoted the value
+        if problem:
+            found.append((name, problem_message(name, values[name], problem, name in secret)))
+    return found
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    """The scalars inside a value, as text: what a secret's message must not contain."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(key)
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif value not in (None, ""):
+        yield str(value)
