@@ -23,7 +23,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check yamllint ansible-lint ruff workflows unit molecule reliability fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,7 +32,10 @@ help: ## List the targets
 site: venv ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
 	ansible-playbook playbooks/site.yml -i $(INVENTORY) $(ARGS)
 
-test: venv apt-deps lint unit molecule reliability ## Lint, unit tests, every Molecule scenario, reliability suite (CI runs this)
+# Three lanes side by side (tools/run-lanes.sh): lint, unit and registry; the scenarios whose
+# services listen on host ports, then the reliability suite; every other scenario.
+test: venv apt-deps podman-config fixtures ## Lint, unit, registry, every Molecule scenario, reliability suite, in lanes (CI runs this)
+	tools/testbed.sh tools/run-lanes.sh
 	@echo "make test: all checks passed"
 
 # ---------------------------------------------------------------- bootstrap
@@ -84,6 +87,9 @@ workflows: ## Validate .github/workflows against GitHub's schema (they run only 
 
 unit: ## pytest unit tests (tests/unit)
 	pytest -q tests/unit
+
+registry: ## Python pins resolved against PyPI's real index (needs the network)
+	pytest -q -p no:cacheprovider tests/registry
 
 fixtures: ## Build the fixture package sources (stand-ins for vendor servers)
 	$(VENV)/bin/python tests/fixture_sources/build_fixtures.py --out $(KINDLING_CACHE)/fixtures

@@ -17,6 +17,7 @@ from ansible.module_utils.stack_plan import (
     MODULE_FLAVOURS,
     PACKAGE_FLAVORS,
     check_plan,
+    distro_toolkit_plan,
     plan_packages,
     python_package_problem,
     repository_arch,
@@ -94,6 +95,14 @@ options:
     type: str
   install_method:
     description: How the driver is installed (C(nvidia_driver_install_method)).
+    type: str
+    choices: [cuda_repo, distro]
+    default: cuda_repo
+  toolkit_method:
+    description:
+      - How the CUDA toolkit is installed (C(cuda_install_method)). V(distro) plans the
+        distribution's own toolkit package (Debian 12's nvidia-cuda-toolkit, CUDA 11.8)
+        instead of NVIDIA's cuda-toolkit-X-Y, and refuses another version.
     type: str
     choices: [cuda_repo, distro]
     default: cuda_repo
@@ -250,6 +259,7 @@ def main() -> None:
         distribution_version={"type": "str"},
         machine={"type": "str"},
         install_method={"type": "str", "choices": ["cuda_repo", "distro"], "default": "cuda_repo"},
+        toolkit_method={"type": "str", "choices": ["cuda_repo", "distro"], "default": "cuda_repo"},
         kernel_modules={
             "type": "str",
             "choices": ["auto", *MODULE_FLAVOURS],
@@ -312,6 +322,19 @@ def main() -> None:
         )
         packages.update(planned)
         problems.extend(package_problems)
+    if params["toolkit_method"] == "distro" and params["distribution"]:
+        # The toolkit comes from the distribution: NVIDIA's repository's toolkit range says nothing.
+        # Without a distribution (gpu_preflight on a host without a GPU) nothing is planned.
+        problems = [p for p in problems if p["code"] != "cuda-not-in-repository"]
+        toolkit, toolkit_problems = distro_toolkit_plan(
+            params["distribution"] or "", os_release, cuda, plan["cuda_versions_extra"]
+        )
+        problems.extend(toolkit_problems)
+        packages["toolkit"] = [toolkit["package"]] if toolkit else []
+        packages["distro_toolkit"] = toolkit
+    if params["install_method"] == "distro":
+        # The branch comes from the distribution's archive, whatever NVIDIA's repository serves.
+        problems = [p for p in problems if p["code"] != "driver-branch-not-in-repository"]
     python = plan.get("python_version")
     for item in params["python_packages"]:
         if python and item.get("version"):

@@ -77,6 +77,18 @@ def apt_preferences_file(name: str) -> AbsPath:
     )
 
 
+def apt_sources_file(name: str) -> AbsPath:
+    return AbsPath(
+        under=("/etc/apt/sources.list.d",),
+        name=r"[A-Za-z0-9_.-]+\.sources",
+        why=(
+            "apt reads deb822 files in /etc/apt/sources.list.d named with letters, digits, "
+            "_ . - and ending .sources"
+        ),
+        example=f"/etc/apt/sources.list.d/{name}",
+    )
+
+
 DRIVER_BRANCH = driver_branch()
 DRIVER_VERSION = Pattern(
     r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?(-[0-9A-Za-z.+~]+)?",
@@ -181,6 +193,7 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_package_flavor": Spec(),
         "nvidia_driver_kernel_modules": Spec(),
         "nvidia_driver_cuda_version": CUDA_VERSION,
+        "nvidia_driver_cuda_install_method": Spec(),
         "nvidia_driver_adopt_newer": Spec(),
         "nvidia_driver_minimum_version": Pattern(
             r"[0-9]{3}(\.[0-9]{1,3}){0,2}",
@@ -196,6 +209,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_hold": Spec(),
         "nvidia_driver_pin": Spec(),
         "nvidia_driver_preferences_file": apt_preferences_file("kindling-nvidia-driver"),
+        "nvidia_driver_distro_components": Spec(),
+        "nvidia_driver_distro_sources_file": apt_sources_file("kindling-nvidia-distro.sources"),
         "nvidia_driver_repo_base_url": Url(
             ("https", "file"),
             http_anywhere=SIGNED,
@@ -235,6 +250,9 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
     "cuda": {
         "cuda_apt_lock_timeout": APT_LOCK,
         "cuda_version": CUDA_VERSION,
+        "cuda_install_method": Spec(),
+        "cuda_distro_components": Spec(),
+        "cuda_distro_sources_file": apt_sources_file("kindling-cuda-distro.sources"),
         "cuda_versions_extra": ListOf(CUDA_VERSION, unique=True),
         "cuda_driver_branch": driver_branch(empty_ok=True),
         "cuda_toolkit_prefix": AbsPath(example="/usr/local"),
@@ -559,6 +577,26 @@ def _cuda_rules(v: Dict[str, Any], ctx: Dict[str, Any]) -> List[Finding]:
                     v,
                     "cuda_cudnn_tarball_sha256 is set, so give the archive's "
                     "URL too (or leave both empty to take them from NVIDIA's manifest)",
+                )
+            )
+    if v.get("cuda_install_method") == "distro":
+        if v.get("cuda_cudnn_install") and v.get("cuda_cudnn_install_method") == "apt":
+            found.append(
+                _msg(
+                    "cuda_cudnn_install_method",
+                    v,
+                    "cuda_install_method is distro, and cuDNN's apt packages come from NVIDIA's "
+                    "repository, built for its toolkits; use cuda_cudnn_install_method: tarball "
+                    "(NVIDIA's archive for the distribution's CUDA) or cuda_cudnn_install: false",
+                )
+            )
+        if v.get("cuda_versions_extra"):
+            found.append(
+                _msg(
+                    "cuda_versions_extra",
+                    v,
+                    "cuda_install_method is distro, which installs the one toolkit the "
+                    "distribution ships; leave it empty, or use cuda_install_method: cuda_repo",
                 )
             )
     return found

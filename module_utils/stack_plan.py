@@ -476,17 +476,89 @@ def distro_driver_packages(
     if served and int(served) != b:
         return None
     names = [p.format(branch=b) for p in row[modules]]
+    companions = [p.format(branch=b) for p in row.get("companions") or []]
     return {
         "packages": names,
+        # Installed at the branch (their own version numbers), held with the driver.
+        "companions": companions,
+        "companion_version": version_glob(b, None),
         "pinning": None,
         "version": version_glob(b, version),
         "version_regex": version_regex(b, version),
-        "hold": names,
+        "hold": names + companions,
         "selection": CATALOGUE["driver_selection_packages"][layout],
         "components": list(row["components"]),
+        "suites": list(row["suites"]),
         "served_branch": served,
+        "served": distro_driver_served(layout, release),
         "source": row["source"],
     }
+
+
+def distro_driver_served(layout: str, release: Optional[str]) -> List[Dict[str, Any]]:
+    """Per suite, the driver version the distribution's archive served (catalogue's record)."""
+    row = CATALOGUE["distro_driver_packages"].get(layout) or {}
+    if not release:
+        return []
+    return list((row.get("served") or {}).get(str(release).split(".")[0]) or [])
+
+
+def distro_toolkit(distribution: str, release: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The distribution's own CUDA toolkit package for a release (cuda role, method distro)."""
+    layout = str(distribution or "").lower()
+    rows = CATALOGUE["distro_toolkit_packages"].get(layout) or {}
+    row = rows.get(str(release or "").split(".")[0])
+    if not row:
+        return None
+    # The suites whose entries get the component: the same rule as the driver's packages.
+    return {**row, "suites": list(CATALOGUE["distro_driver_packages"][layout]["suites"])}
+
+
+def distro_toolkit_plan(
+    distribution: str, release: Optional[str], cuda: Optional[str], extra: List[Any]
+) -> Tuple[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
+    """The distro toolkit for ``cuda`` on this release, or the problems that stop it.
+
+    A distribution ships one toolkit per release, in its own layout (nvcc in /usr/bin):
+    the requested version must be that one, and no second toolkit fits beside it.
+    """
+    row = distro_toolkit(distribution, release)
+    known = ", ".join(
+        f"{d.title()} {r} (CUDA {t['cuda']})"
+        for d, rows in sorted(CATALOGUE["distro_toolkit_packages"].items())
+        for r, t in sorted(rows.items())
+    )
+    if row is None:
+        return None, [
+            _problem(
+                "toolkit-not-in-distribution",
+                f"{distribution} {release} has no CUDA toolkit package in the vendor catalogue "
+                f"(known: {known}); use cuda_install_method: cuda_repo.",
+                ["cuda_install_method: cuda_repo"],
+            )
+        ]
+    problems: List[Dict[str, Any]] = []
+    if cuda and _mm(cuda) != row["cuda"]:
+        problems.append(
+            _problem(
+                "toolkit-not-in-distribution",
+                f"{distribution} {release} ships CUDA {row['cuda']} "
+                f"({row['package']} {row['version']}), not {_mm(cuda)}; set cuda_version to "
+                f'"{row["cuda"]}", or use cuda_install_method: cuda_repo for NVIDIA\'s toolkits.',
+                [f'cuda_version: "{row["cuda"]}"', "cuda_install_method: cuda_repo"],
+            )
+        )
+    if extra:
+        problems.append(
+            _problem(
+                "distro-toolkit-is-single",
+                f"the distribution's toolkit is one package ({row['package']}); "
+                f"cuda_versions_extra ({', '.join(map(str, extra))}) needs "
+                "cuda_install_method: cuda_repo.",
+                ["cuda_versions_extra: []"],
+            )
+        )
+    return row, problems
 
 
 def driver_package_choices(layout: str, branch: Any) -> List[Tuple[str, str]]:

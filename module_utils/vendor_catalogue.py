@@ -723,6 +723,10 @@ CATALOGUE = json.loads(
    "python_min": "3.7",
    "python_max": "3.10",
    "python_experimental": [],
+   "torch_only_python": [
+    "3.11"
+   ],
+   "torch_only_python_source": "PyPI simple index (pypi.org/simple/torch/ and /torchvision/, read by tests/registry on 2026-12-01): torch-1.13.0 and 1.13.1 have cp311 manylinux1_x86_64 wheels (Requires-Python >=3.7.0); torchvision 0.14.0 and 0.14.1 have no cp311 wheel",
    "variants": {
     "cu116": {
      "cuda": "11.6",
@@ -1654,10 +1658,17 @@ CATALOGUE = json.loads(
    "open": [
     "nvidia-driver-{branch}-server-open"
    ],
+   "companions": [],
    "components": [
     "restricted"
    ],
+   "suites": [
+    "{codename}",
+    "{codename}-updates",
+    "{codename}-security"
+   ],
    "branches": null,
+   "served": {},
    "source": "canonical/nvidia-graphics-drivers (the Ubuntu archive's driver packages) branch 580-server @3b788073: nvidia-driver-<branch>-server and -server-open in restricted"
   },
   "debian": {
@@ -1669,15 +1680,38 @@ CATALOGUE = json.loads(
     "nvidia-driver",
     "nvidia-open-kernel-dkms"
    ],
+   "companions": [
+    "nvidia-smi",
+    "nvidia-persistenced"
+   ],
    "components": [
     "non-free",
     "non-free-firmware",
     "contrib"
    ],
+   "suites": [
+    "{codename}",
+    "{codename}-updates",
+    "{codename}-security"
+   ],
    "branches": {
     "12": "535"
    },
-   "source": "Debian bookworm non-free and contrib (deb.debian.org, apt-cache policy on 2026-12-01, recorded in shared/notes/TESTBED.md): nvidia-driver, nvidia-kernel-dkms and nvidia-open-kernel-dkms 535.261.03-1, nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1, firmware in non-free-firmware"
+   "served": {
+    "12": [
+     {
+      "suite": "bookworm",
+      "proprietary": "535.261.03-1",
+      "open": "535.261.03-1"
+     },
+     {
+      "suite": "bookworm-security",
+      "proprietary": "535.309.01-0+deb12u1",
+      "open": null
+     }
+    ]
+   },
+   "source": "Debian bookworm non-free and contrib (deb.debian.org, apt-cache policy on 2026-12-01, recorded in shared/notes/TESTBED.md): nvidia-driver, nvidia-kernel-dkms and nvidia-open-kernel-dkms 535.261.03-1, nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1, firmware in non-free-firmware; apt-cache policy/show against deb.debian.org bookworm, bookworm-updates and security.debian.org bookworm-security with contrib non-free non-free-firmware, 2026-12-01 (Kindling session, scratch APT_CONFIG): bookworm-security/non-free nvidia-driver, nvidia-kernel-dkms, nvidia-smi, libcuda1 535.309.01-0+deb12u1; bookworm/contrib nvidia-open-kernel-dkms 535.261.03-1 only (nvidia-driver Depends 'nvidia-kernel-dkms (= V) | nvidia-kernel-V | nvidia-open-kernel-V'); bookworm/contrib nvidia-persistenced 535.171.04-1~deb12u1; nvidia-smi and nvidia-persistenced are Recommends (of libcuda1 and nvidia-driver), not Depends; dkms Recommends linux-headers-amd64; nvidia-cuda-toolkit puts nvcc in /usr/bin and the CUDA tree's headers and libdevice under /usr/lib/cuda (dpkg -c)"
   }
  },
  "driver_selection_packages": {
@@ -1704,6 +1738,21 @@ CATALOGUE = json.loads(
   "ubuntu": "cuda-toolkit-{major}-{minor}",
   "debian": "cuda-toolkit-{major}-{minor}",
   "source": "NVIDIA CUDA image Dockerfiles, gitlab.com/nvidia/container-images/cuda dist/<ver>/<distro>/{runtime,devel}/cudnn*/Dockerfile (NV_CUDNN_VERSION, NV_CUDNN_PACKAGE)"
+ },
+ "distro_toolkit_packages": {
+  "debian": {
+   "12": {
+    "package": "nvidia-cuda-toolkit",
+    "cuda": "11.8",
+    "version": "11.8.89~11.8.0-5~deb12u1",
+    "components": [
+     "non-free"
+    ],
+    "nvcc": "/usr/bin/nvcc",
+    "cuda_home": "/usr/lib/cuda",
+    "source": "Debian bookworm non-free and contrib (deb.debian.org, apt-cache policy on 2026-12-01, recorded in shared/notes/TESTBED.md): nvidia-driver, nvidia-kernel-dkms and nvidia-open-kernel-dkms 535.261.03-1, nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1, firmware in non-free-firmware; apt-cache policy/show against deb.debian.org bookworm, bookworm-updates and security.debian.org bookworm-security with contrib non-free non-free-firmware, 2026-12-01 (Kindling session, scratch APT_CONFIG): bookworm-security/non-free nvidia-driver, nvidia-kernel-dkms, nvidia-smi, libcuda1 535.309.01-0+deb12u1; bookworm/contrib nvidia-open-kernel-dkms 535.261.03-1 only (nvidia-driver Depends 'nvidia-kernel-dkms (= V) | nvidia-kernel-V | nvidia-open-kernel-V'); bookworm/contrib nvidia-persistenced 535.171.04-1~deb12u1; nvidia-smi and nvidia-persistenced are Recommends (of libcuda1 and nvidia-driver), not Depends; dkms Recommends linux-headers-amd64; nvidia-cuda-toolkit puts nvcc in /usr/bin and the CUDA tree's headers and libdevice under /usr/lib/cuda (dpkg -c)"
+   }
+  }
  },
  "fabric_manager_packages": [
   {
@@ -1939,7 +1988,9 @@ CATALOGUE = json.loads(
   "cudnn_spack": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml",
   "cudnn_support_9": "cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json)",
   "debian_bookworm_archive": "Debian bookworm non-free and contrib (deb.debian.org, apt-cache policy on 2026-12-01, recorded in shared/notes/TESTBED.md): nvidia-driver, nvidia-kernel-dkms and nvidia-open-kernel-dkms 535.261.03-1, nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1, firmware in non-free-firmware",
+  "debian_bookworm_packages": "apt-cache policy/show against deb.debian.org bookworm, bookworm-updates and security.debian.org bookworm-security with contrib non-free non-free-firmware, 2026-12-01 (Kindling session, scratch APT_CONFIG): bookworm-security/non-free nvidia-driver, nvidia-kernel-dkms, nvidia-smi, libcuda1 535.309.01-0+deb12u1; bookworm/contrib nvidia-open-kernel-dkms 535.261.03-1 only (nvidia-driver Depends 'nvidia-kernel-dkms (= V) | nvidia-kernel-V | nvidia-open-kernel-V'); bookworm/contrib nvidia-persistenced 535.171.04-1~deb12u1; nvidia-smi and nvidia-persistenced are Recommends (of libcuda1 and nvidia-driver), not Depends; dkms Recommends linux-headers-amd64; nvidia-cuda-toolkit puts nvcc in /usr/bin and the CUDA tree's headers and libdevice under /usr/lib/cuda (dpkg -c)",
   "canonical_server_drivers": "canonical/nvidia-graphics-drivers (the Ubuntu archive's driver packages) branch 580-server @3b788073: nvidia-driver-<branch>-server and -server-open in restricted",
+  "pypi_simple_113": "PyPI simple index (pypi.org/simple/torch/ and /torchvision/, read by tests/registry on 2026-12-01): torch-1.13.0 and 1.13.1 have cp311 manylinux1_x86_64 wheels (Requires-Python >=3.7.0); torchvision 0.14.0 and 0.14.1 have no cp311 wheel",
   "pypi_json": "PyPI JSON API (pypi.org/pypi/<project>/json), Requires-Python of each release's wheels, read 2026-12-01",
   "conda": "pytorch/pytorch#138506 ('Deprecating PyTorch's official Anaconda channel')"
  }

@@ -48,7 +48,13 @@ FOOTER = '''"""
 )
 '''
 
-SOURCE_KEYS = ("source", "arch_list_source", "conda_source", "cuda_source")
+SOURCE_KEYS = (
+    "source",
+    "arch_list_source",
+    "conda_source",
+    "cuda_source",
+    "torch_only_python_source",
+)
 
 
 class CatalogueError(ValueError):

@@ -4,7 +4,8 @@
 The build/test machine cannot reach NVIDIA's repositories or the PyTorch wheel index, so the
 Molecule tests install the roles' real package names from stand-ins built here, from code in this
 directory, and served on loopback by serve_fixtures.py. Nothing built here is NVIDIA or PyTorch
-software except the CPU torch wheel and its PyPI dependencies, which are real and served as is.
+software except the CPU torch wheel for CPython 3.11 and its PyPI dependencies, which are real and
+served as is. The torch wheel for CPython 3.9 is a STAND-IN built here (STANDIN_TORCH below).
 
     python3 tests/fixture_sources/build_fixtures.py --out .cache/fixtures [--force]
 
@@ -14,7 +15,8 @@ writes into <out>/srv (the HTTP document root):
     compute/cuda/repos/debian12/x86_64/     signed flat apt repo shaped like NVIDIA's (debian)
     compute/cuda/repos/ubuntu2204/x86_64/   the same for the ubuntu layout (driver packages only)
     compute/cudnn/redist/                   redistrib_<ver>.json + cudnn/linux-x86_64/<archive>
-    whl/cpu/                                PEP 503 index: real CPU torch wheel + deps
+    whl/cpu/                                PEP 503 index: real CPU torch wheel (cp311) + deps,
+                                            stand-in torch 2.8.0+cpu (cp39) + real deps
     index.html, fixtures.json, checksums.json   what is served, and that it is a fixture
 
 The build is skipped when a stamp of its inputs (this script, standins/, the captures, the vendor
@@ -27,24 +29,29 @@ catalogue through module_utils/stack_plan.py) plus equivs, apt-utils, gnupg and 
 from __future__ import annotations
 
 import argparse
+import base64
 import concurrent.futures
 import fcntl
 import gzip
 import hashlib
 import html
+import html.parser
 import io
 import json
 import lzma
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tarfile
 import tempfile
 import textwrap
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,17 +84,50 @@ CAPTURE_FILES = (
 TORCH_WHEEL_NAME = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
 DEFAULT_TORCH_WHEEL = Path("/opt/wheels") / TORCH_WHEEL_NAME
 TORCH_WHEEL_ORIGIN = "https://download.pytorch.org/whl/cpu/" + urllib.parse.quote(TORCH_WHEEL_NAME)
-PIP_TARGET_ARGS = (
-    "--only-binary=:all:",
-    "--python-version",
-    "3.11",
-    "--platform",
-    "manylinux2014_x86_64",
-    "--platform",
-    "manylinux_2_17_x86_64",
-    "--platform",
-    "any",
+# The real wheel's interpreter: its dependencies are downloaded for this Python.
+TORCH_WHEEL_PYTHON = "3.11"
+
+
+def pip_target_args(python_version: str) -> tuple[str, ...]:
+    """pip download's options for wheels that install on CPython python_version, x86_64 Linux."""
+    return (
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--platform",
+        "manylinux2014_x86_64",
+        "--platform",
+        "manylinux_2_17_x86_64",
+        "--platform",
+        "any",
+    )
+
+
+# The STAND-IN torch for CPython 3.9 (Debian 11's python3): no registry these machines reach
+# serves a CPU torch for cp39 (download.pytorch.org is unreachable; PyPI's Linux torch wheels
+# are CUDA builds of about 1 GB that need GBs of nvidia-* wheels). So the build makes a wheel
+# under the real CPU wheel's name whose metadata is the real release's (Requires-Python and
+# Requires-Dist from PyPI's torch 2.8.0 cp39 wheel, minus the CUDA-only requirements, which
+# PyTorch's CPU wheels don't declare) and whose code is standins/torch/: a minimal torch that
+# answers what module_utils/torch_probe.py asks on a CPU host. docs/FIXTURES.md says more.
+STANDIN_TORCH = {
+    "version": "2.8.0",
+    "local": "cpu",
+    "python": "3.9",
+    "tag": "cp39-cp39-manylinux_2_28_x86_64",
+    # The real wheel on PyPI whose metadata the stand-in carries, and where its page is.
+    "pypi_wheel": "torch-2.8.0-cp39-cp39-manylinux_2_28_x86_64.whl",
+    "pypi_simple": "https://pypi.org/simple/torch/",
+    # Stands in for this file of PyTorch's CPU index.
+    "origin": "https://download.pytorch.org/whl/cpu/torch-2.8.0%2Bcpu-cp39-cp39-manylinux_2_28_x86_64.whl",
+    # Fixed zip entry time (the real release's upload day), so the wheel's sha256 is stable.
+    "date_time": (2025, 8, 6, 0, 0, 0),
+}
+STANDIN_TORCH_WHEEL = (
+    f"torch-{STANDIN_TORCH['version']}+{STANDIN_TORCH['local']}-{STANDIN_TORCH['tag']}.whl"
 )
+# Requirements of PyPI's (CUDA) torch wheel that PyTorch's CPU wheels don't have.
+CUDA_ONLY_REQUIREMENT = re.compile(r"^(nvidia[-_.]|triton\b)", re.IGNORECASE)
 
 APT_REPO_PATH = "compute/cuda/repos/debian12/x86_64"
 CUDNN_REDIST_ROOT = "compute/cudnn/redist"
@@ -1459,17 +1499,21 @@ def runtime_requirements(wheel: Path) -> list[str]:
     return requirements
 
 
-def download_dependencies(torch_wheel: Path, cache: Path) -> list[Path]:
-    """pip-download torch's runtime dependencies (and theirs) for CPython 3.11 into cache."""
+def download_dependencies(torch_wheel: Path, cache: Path, python_version: str) -> list[Path]:
+    """pip-download torch's runtime dependencies (and theirs) for CPython python_version."""
     requirements = runtime_requirements(torch_wheel)
-    key = sha256_bytes(json.dumps([requirements, PIP_TARGET_ARGS]).encode())[:16]
+    target = pip_target_args(python_version)
+    key = sha256_bytes(json.dumps([requirements, list(target)]).encode())[:16]
     manifest = cache / f"manifest-{key}.json"
     if manifest.is_file():
         names = json.loads(manifest.read_text())["files"]
         if all((cache / name).is_file() for name in names):
             return [cache / name for name in names]
     cache.mkdir(parents=True, exist_ok=True)
-    log(f"fixture wheels: pip download {len(requirements)} torch dependencies into {cache}")
+    log(
+        f"fixture wheels: pip download {len(requirements)} dependencies of {torch_wheel.name} "
+        f"for Python {python_version} into {cache}"
+    )
     cmd = [
         sys.executable,
         "-m",
@@ -1478,7 +1522,7 @@ def download_dependencies(torch_wheel: Path, cache: Path) -> list[Path]:
         "--disable-pip-version-check",
         "--progress-bar",
         "off",
-        *PIP_TARGET_ARGS,
+        *target,
         "-d",
         cache,
         *requirements,
@@ -1494,6 +1538,174 @@ def download_dependencies(torch_wheel: Path, cache: Path) -> list[Path]:
         raise BuildError(f"pip download reported no files:\n{output[-2000:]}")
     manifest.write_text(json.dumps({"requirements": requirements, "files": names}, indent=2))
     return [cache / name for name in names]
+
+
+class _Anchors(html.parser.HTMLParser):
+    """The <a> elements of a PEP 503 simple page: [(text, {attribute: value})]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[tuple[str, dict]] = []
+        self._open: dict | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._open, self._text = dict(attrs), []
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._open is not None:
+            self.anchors.append(("".join(self._text).strip(), self._open))
+            self._open = None
+
+
+def _fetch(url: str, dest=None) -> bytes:
+    """GET url (through the machine's proxy settings and CA bundle); into dest if given."""
+    context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
+    request = urllib.request.Request(url, headers={"User-Agent": "kindling-build-fixtures"})
+    try:
+        with urllib.request.urlopen(request, timeout=120, context=context) as response:
+            if dest is None:
+                return response.read()
+            shutil.copyfileobj(response, dest, 1 << 20)
+            return b""
+    except (OSError, urllib.error.URLError) as exc:
+        raise BuildError(f"could not fetch {url}: {exc}") from exc
+
+
+def real_torch_metadata(cache: Path, simple_url: str | None = None) -> tuple[str, dict]:
+    """The METADATA of PyPI's real torch wheel that the cp39 stand-in mirrors, and its origin.
+
+    Fetched once and kept in the wheel cache (later builds are offline). The simple index's
+    link gives the wheel's sha256 and, where the index serves PEP 658 metadata, the metadata
+    file's sha256 (data-core-metadata or data-dist-info-metadata): then only that file is
+    fetched and checked. An index without it (the PyPI these machines reach serves none) makes
+    the build download the wheel itself once, check its sha256 against the link's and read
+    METADATA from it; the wheel is not kept.
+    """
+    wheel_name = STANDIN_TORCH["pypi_wheel"]
+    stored = cache / f"{wheel_name}.metadata"
+    provenance_file = cache / f"{wheel_name}.metadata.json"
+    if stored.is_file() and provenance_file.is_file():
+        provenance = json.loads(provenance_file.read_text())
+        text = stored.read_text(encoding="utf-8")
+        if sha256_bytes(text.encode("utf-8")) == provenance.get("metadata_sha256"):
+            return text, provenance
+    page_url = simple_url or STANDIN_TORCH["pypi_simple"]
+    log(f"fixture wheels: reading {wheel_name}'s metadata from {page_url} (once)")
+    parser = _Anchors()
+    parser.feed(_fetch(page_url).decode("utf-8", errors="replace"))
+    links = [attrs for text, attrs in parser.anchors if text == wheel_name]
+    if not links:
+        raise BuildError(f"{page_url} lists no {wheel_name}")
+    href = urllib.parse.urljoin(page_url, links[0].get("href", ""))
+    url, _, fragment = href.partition("#")
+    wheel_sha256 = fragment.partition("sha256=")[2]
+    if not re.fullmatch(r"[0-9a-f]{64}", wheel_sha256):
+        raise BuildError(f"{page_url}: the link to {wheel_name} carries no sha256 ({href})")
+    advertised = links[0].get("data-core-metadata") or links[0].get("data-dist-info-metadata")
+    metadata_sha256 = (advertised or "").partition("sha256=")[2]
+    provenance = {"wheel": wheel_name, "url": url, "wheel_sha256": wheel_sha256}
+    if re.fullmatch(r"[0-9a-f]{64}", metadata_sha256):
+        data = _fetch(url + ".metadata")
+        if sha256_bytes(data) != metadata_sha256:
+            raise BuildError(f"{url}.metadata does not match the index's sha256 {metadata_sha256}")
+        provenance["source"] = "PEP 658 metadata file, sha256 checked against the index"
+    else:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache, prefix=".torch-", suffix=".whl") as part:
+            log(f"fixture wheels: the index serves no PEP 658 metadata; downloading {url} once")
+            _fetch(url, part)
+            part.flush()
+            if sha256_file(Path(part.name)) != wheel_sha256:
+                raise BuildError(f"{url} does not match the index's sha256 {wheel_sha256}")
+            data = wheel_metadata(Path(part.name)).encode("utf-8")
+        provenance["source"] = "METADATA of the wheel, whose sha256 was checked against the index"
+    text = data.decode("utf-8")
+    version = metadata_field(text, "Version")
+    if version != [STANDIN_TORCH["version"]]:
+        raise BuildError(f"{wheel_name}'s metadata says version {version}")
+    provenance["metadata_sha256"] = sha256_bytes(data)
+    cache.mkdir(parents=True, exist_ok=True)
+    stored.write_bytes(data)
+    provenance_file.write_text(json.dumps(provenance, indent=2) + "\n")
+    return text, provenance
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def build_standin_torch_wheel(metadata: str, dest_dir: Path) -> tuple[Path, dict]:
+    """The cp39 stand-in wheel: the real release's requirements, standins/torch/ as its code.
+
+    Reproducible (sorted entries, fixed times and modes), so its sha256 stays the same from
+    build to build while its inputs do.
+    """
+    version = f"{STANDIN_TORCH['version']}+{STANDIN_TORCH['local']}"
+    requires_python = metadata_field(metadata, "Requires-Python")
+    requirements = metadata_field(metadata, "Requires-Dist")
+    kept = [r for r in requirements if not CUDA_ONLY_REQUIREMENT.match(r)]
+    dropped = [r for r in requirements if CUDA_ONLY_REQUIREMENT.match(r)]
+    if not requires_python or not kept:
+        raise BuildError("the real torch metadata has no Requires-Python or Requires-Dist")
+    summary = (
+        f"KINDLING TEST FIXTURE, not PyTorch: stand-in for the CPU torch {version} wheel for "
+        f"CPython {STANDIN_TORCH['python']} (answers only Kindling's torch probe)"
+    )
+    body = (
+        f"Kindling test fixture: a stand-in for PyTorch's {STANDIN_TORCH_WHEEL} "
+        f"({STANDIN_TORCH['origin']}), built by tests/fixture_sources/build_fixtures.py. "
+        "Its Requires-Python and Requires-Dist are those of the real torch "
+        f"{STANDIN_TORCH['version']} wheel on PyPI ({STANDIN_TORCH['pypi_wheel']}) without "
+        "the CUDA-only requirements (nvidia-*, triton); its code is a minimal torch package "
+        "that answers only what Kindling's torch probe asks on a CPU host. Not PyTorch "
+        "software. See docs/FIXTURES.md."
+    )
+    lines = [
+        "Metadata-Version: 2.1",
+        "Name: torch",
+        f"Version: {version}",
+        f"Summary: {summary}",
+        "License: Apache-2.0 (Kindling test fixture)",
+        f"Requires-Python: {requires_python[0]}",
+        *(f"Requires-Dist: {r}" for r in kept),
+        *(f"Provides-Extra: {e}" for e in metadata_field(metadata, "Provides-Extra")),
+    ]
+    dist_info = f"torch-{version}.dist-info"
+    values = {"VERSION": version, "WHEEL": STANDIN_TORCH_WHEEL}
+    files: dict[str, bytes] = {}
+    code_root = STANDINS / "torch"
+    for path in sorted(p for p in code_root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace(f"@{key}@", value)
+        leftover = re.search(r"@[A-Z_]+@", text)
+        if leftover:
+            raise BuildError(f"{path}: placeholder {leftover.group(0)} was not substituted")
+        files[path.relative_to(code_root).as_posix()] = text.encode("utf-8")
+    files[f"{dist_info}/METADATA"] = ("\n".join(lines) + "\n\n" + body + "\n").encode("utf-8")
+    files[f"{dist_info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: kindling build_fixtures.py\nRoot-Is-Purelib: false\n"
+        f"Tag: {STANDIN_TORCH['tag']}\n"
+    ).encode()
+    files[f"{dist_info}/top_level.txt"] = b"torch\n"
+    record = [f"{name},{_record_hash(data)},{len(data)}" for name, data in sorted(files.items())]
+    files[f"{dist_info}/RECORD"] = ("\n".join([*record, f"{dist_info}/RECORD,,"]) + "\n").encode()
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    wheel = dest_dir / STANDIN_TORCH_WHEEL
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():  # RECORD last, as wheels have it
+            info = zipfile.ZipInfo(name, date_time=STANDIN_TORCH["date_time"])
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return wheel, {"kept": kept, "dropped": dropped, "requires_python": requires_python[0]}
 
 
 def normalize_project(name: str) -> str:
@@ -1610,8 +1822,10 @@ def index_page(info: dict) -> str:
         "<code>tests/fixture_sources/build_fixtures.py</code> and served on loopback. The apt "
         "packages and the cuDNN tarball are stand-ins, not NVIDIA software; they are signed "
         "with a TEST key (fingerprint "
-        f"<code>{html.escape(info['keys']['fixture']['fingerprint'])}</code>). The torch wheel "
-        "and its dependencies are the real ones. See docs/FIXTURES.md.</p>\n"
+        f"<code>{html.escape(info['keys']['fixture']['fingerprint'])}</code>). The cp311 torch "
+        "wheel and the dependencies are the real ones; the cp39 torch wheel "
+        f"<code>{html.escape(STANDIN_TORCH_WHEEL)}</code> is a stand-in. "
+        "See docs/FIXTURES.md.</p>\n"
         "<ul>\n" + "\n".join(rows) + "\n</ul>\n</body>\n</html>\n"
     )
 
@@ -1703,7 +1917,15 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
         tarball = build_cudnn_redist(srv / CUDNN_REDIST_ROOT)
         tarball_path = f"{CUDNN_REDIST_ROOT}/{tarball['relative_path']}"
 
-        wheels = [torch_wheel, *download_dependencies(torch_wheel, wheel_cache)]
+        metadata, provenance = real_torch_metadata(wheel_cache)
+        standin, requirements = build_standin_torch_wheel(metadata, work / "standin")
+        wheels = [
+            torch_wheel,
+            *download_dependencies(torch_wheel, wheel_cache, TORCH_WHEEL_PYTHON),
+            standin,
+            *download_dependencies(standin, wheel_cache, STANDIN_TORCH["python"]),
+        ]
+        wheels = list({wheel.name: wheel for wheel in wheels}.values())
         projects = build_wheel_index(wheels, srv / WHEEL_INDEX_PATH)
 
         checksums = {tarball_path: {"sha256": tarball["sha256"], "size": tarball["size"]}}
@@ -1766,7 +1988,26 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
             "pytorch_index": {
                 "stands_in_for": "https://download.pytorch.org/whl/cpu/",
                 "path": WHEEL_INDEX_PATH + "/",
-                "note": "real wheels: the CPU torch wheel and its runtime dependencies from PyPI",
+                "note": (
+                    f"real wheels (the CPU torch wheel {torch_wheel.name} and the runtime "
+                    "dependencies from PyPI) except the STAND-IN "
+                    f"{STANDIN_TORCH_WHEEL}, see standins"
+                ),
+                "standins": {
+                    STANDIN_TORCH_WHEEL: {
+                        "stands_in_for": STANDIN_TORCH["origin"],
+                        "what": (
+                            "Kindling test fixture, not PyTorch: the real release's "
+                            "Requires-Python and Requires-Dist (without CUDA-only requirements) "
+                            "and a minimal torch package that answers Kindling's torch probe "
+                            "on a CPU host (torch.KINDLING_FIXTURE_STANDIN is True)"
+                        ),
+                        "metadata_from": provenance,
+                        "requires_python": requirements["requires_python"],
+                        "requires_dist": requirements["kept"],
+                        "dropped_cuda_only": requirements["dropped"],
+                    }
+                },
                 "projects": {
                     project: [{k: e[k] for k in ("filename", "version", "sha256")} for e in files]
                     for project, files in projects.items()

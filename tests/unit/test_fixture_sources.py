@@ -869,6 +869,54 @@ def test_pip_resolves_torch_dependencies_from_the_fixture_index_alone(server, tm
     assert {"torch", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec"} <= names
 
 
+def test_pip_resolves_the_cp39_standin_and_real_dependencies_for_python_39(server, tmp_path):
+    """The stand-in torch 2.8.0+cpu for CPython 3.9 (docs/FIXTURES.md) resolves from the
+    index alone, with the releases of its dependencies that still support Python 3.9."""
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.9",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--index-url",
+            f"{server}/whl/cpu",
+            "-d",
+            tmp_path,
+            "torch==2.8.0+cpu",
+        ],
+        env=_pip_env(),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = {path.name for path in tmp_path.iterdir()}
+    assert "torch-2.8.0+cpu-cp39-cp39-manylinux_2_28_x86_64.whl" in files
+    # networkx 3.3 and later require Python 3.10: 3.2.1 is the last release for 3.9.
+    assert "networkx-3.2.1-py3-none-any.whl" in files
+    assert any(name.startswith("markupsafe-") and "-cp39-" in name for name in files)
+
+
+def test_the_cp39_standin_is_declared(srv):
+    index = json.loads((srv / "fixtures.json").read_text())["pytorch_index"]
+    wheel = "torch-2.8.0+cpu-cp39-cp39-manylinux_2_28_x86_64.whl"
+    assert "STAND-IN" in index["note"] and wheel in index["note"]
+    standin = index["standins"][wheel]
+    assert standin["stands_in_for"].startswith("https://download.pytorch.org/whl/cpu/torch-2.8.0")
+    assert standin["metadata_from"]["wheel"] == "torch-2.8.0-cp39-cp39-manylinux_2_28_x86_64.whl"
+    assert re.fullmatch(r"[0-9a-f]{64}", standin["metadata_from"]["wheel_sha256"])
+    assert standin["requires_python"] == ">=3.9.0"
+    assert not [r for r in standin["requires_dist"] if r.startswith(("nvidia", "triton"))]
+    assert any(r.startswith("triton") for r in standin["dropped_cuda_only"])
+    page = (srv / "whl/cpu/torch/index.html").read_text()
+    assert "torch-2.8.0%2Bcpu-cp39-cp39-manylinux_2_28_x86_64.whl#sha256=" in page
+    assert 'data-requires-python="&gt;=3.9.0"' in page
+
+
 # ---------------------------------------------------------------------------- apt
 
 

@@ -6,6 +6,7 @@ import json
 
 import gpu_stack_check
 import pytest
+from ansible.module_utils import stack_plan as sp
 from ansible.module_utils.gpu_compat import check_stack
 from ansible.module_utils.testing import patch_module_args
 from test_gpu_compat import H200_PLAN, SEED_PLAN
@@ -143,3 +144,95 @@ def test_e2e_seed_stack(tmp_path):
 def test_e2e_h200_plan(tmp_path):
     result = run_adhoc("gpu_stack_check", dict(H200_PLAN, gpus=[{"name": "NVIDIA H200"}]), tmp_path)
     assert not result.get("failed") and result["ok"] is True
+
+
+# --- toolkit_method: the distribution's own toolkit (cuda_install_method distro)
+
+DEBIAN12_TOOLKIT = sp.distro_toolkit("debian", "12")
+DEBIAN12_DISTRO = {
+    "driver_branch": "535",
+    "cuda_version": DEBIAN12_TOOLKIT["cuda"],
+    "distribution": "Debian",
+    "distribution_version": "12.7",
+    "machine": "x86_64",
+    "install_method": "distro",
+    "gpus": [{"name": "NVIDIA H100 80GB HBM3"}],
+}
+
+
+def test_toolkit_method_distro_on_debian12(capsys):
+    assert DEBIAN12_TOOLKIT["cuda"] == "11.8"  # checks the catalogue's record
+    failed, result = run_module(dict(DEBIAN12_DISTRO, toolkit_method="distro"), capsys)
+    assert not failed, result["msg"]
+    assert result["ok"] is True
+    assert [p["code"] for p in result["problems"]] == []
+    assert result["packages"]["toolkit"] == ["nvidia-cuda-toolkit"]
+    assert result["packages"]["distro_toolkit"]["nvcc"] == "/usr/bin/nvcc"
+    assert result["packages"]["distro_toolkit"]["package"] == DEBIAN12_TOOLKIT["package"]
+    assert result["packages"]["driver"]["packages"][0] == "nvidia-driver"
+    assert result["repository"]["release"] == "12"
+
+
+def test_toolkit_method_cuda_repo_on_debian12_wants_nvidias_repository(capsys):
+    failed, result = run_module(dict(DEBIAN12_DISTRO, toolkit_method="cuda_repo"), capsys)
+    assert failed
+    codes = [p["code"] for p in result["problems"]]
+    assert "cuda-not-in-repository" in codes
+    assert "toolkit-not-in-distribution" not in codes
+    assert result["packages"]["toolkit"] == ["cuda-toolkit-11-8"]
+    assert "distro_toolkit" not in result["packages"]
+
+
+def test_toolkit_method_defaults_to_cuda_repo(capsys):
+    _failed, result = run_module(DEBIAN12_DISTRO, capsys)
+    assert "cuda-not-in-repository" in [p["code"] for p in result["problems"]]
+
+
+def test_toolkit_method_distro_refuses_another_cuda(capsys):
+    failed, result = run_module(
+        dict(DEBIAN12_DISTRO, toolkit_method="distro", cuda_version="12.4"), capsys
+    )
+    assert failed
+    codes = [p["code"] for p in result["problems"]]
+    assert "toolkit-not-in-distribution" in codes
+    assert "cuda-not-in-repository" not in codes
+    assert 'Fix: cuda_version: "11.8"' in result["msg"]
+
+
+def test_toolkit_method_distro_refuses_extra_toolkits(capsys):
+    failed, result = run_module(
+        dict(DEBIAN12_DISTRO, toolkit_method="distro", cuda_versions_extra=["12.4"]), capsys
+    )
+    assert failed
+    assert "distro-toolkit-is-single" in [p["code"] for p in result["problems"]]
+
+
+def test_toolkit_method_distro_on_ubuntu_has_no_toolkit(capsys):
+    failed, result = run_module(
+        {
+            "driver_branch": "580",
+            "cuda_version": "13.0",
+            "distribution": "Ubuntu",
+            "distribution_version": "22.04",
+            "machine": "x86_64",
+            "toolkit_method": "distro",
+        },
+        capsys,
+    )
+    assert failed
+    p = [p for p in result["problems"] if p["code"] == "toolkit-not-in-distribution"]
+    assert len(p) == 1 and p[0]["fix"] == ["cuda_install_method: cuda_repo"]
+    assert result["packages"]["toolkit"] == []
+    assert result["packages"]["distro_toolkit"] is None
+
+
+def test_toolkit_method_is_validated(capsys):
+    failed, result = run_module(dict(DEBIAN12_DISTRO, toolkit_method="conda"), capsys)
+    assert failed and "toolkit_method" in result["msg"]
+
+
+def test_toolkit_method_distro_without_a_distribution_is_not_checked(capsys):
+    args = {k: v for k, v in DEBIAN12_DISTRO.items() if not k.startswith("distribution")}
+    failed, result = run_module(dict(args, toolkit_method="distro", gpus=[]), capsys)
+    assert not failed, result["msg"]
+    assert result["problems"] == []

@@ -52,7 +52,7 @@ from ansible.module_utils.gpu_compat import cudnn_packages
 from ansible.module_utils.input_types import AbsPath, Free, Int, IPAddress, ListOf, Record, Url
 from ansible.module_utils.persistenced import dropin, exec_start_argv, persistence_on
 from ansible.module_utils.role_inputs import SHAPES, check_role
-from ansible.module_utils.stack_plan import plan_packages
+from ansible.module_utils.stack_plan import distro_toolkit, plan_packages
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 from conftest import REPO_ROOT
 
@@ -277,6 +277,9 @@ class Template:
 
 
 def cuda_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
+    if v["cuda_install_method"] == "distro":
+        # nvcc is in /usr/bin already and the libraries in the multiarch directory.
+        return {"env": {"CUDA_HOME": distro_toolkit("debian", "12")["cuda_home"]}, "trace": []}
     home = v["cuda_home"]
     return {
         "env": {
@@ -286,6 +289,26 @@ def cuda_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
         },
         "trace": [],
     }
+
+
+def cuda_sh_computed(v: Dict[str, Any]) -> Dict[str, Any]:
+    """The cuda role's gpu_stack_check results (one per toolkit), as cuda.sh.j2 reads them."""
+    toolkit = distro_toolkit("debian", "12") if v["cuda_install_method"] == "distro" else None
+    return {"cuda__stack": {"results": [{"packages": {"distro_toolkit": toolkit}}]}}
+
+
+CUDA_SH: Dict[Target, Sequence[Any]] = {
+    "cuda_version": [],
+    "cuda_home": [],
+    "cuda_toolkit_prefix": [],
+    "cuda_install_method": [],
+}
+# Debian 12's own toolkit (the catalogue's distro_toolkit_packages); cuDNN then by tarball.
+CUDA_DISTRO = {
+    "cuda_install_method": "distro",
+    "cuda_version": CATALOGUE["distro_toolkit_packages"]["debian"]["12"]["cuda"],
+    "cuda_cudnn_install_method": "tarball",
+}
 
 
 def pytorch_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
@@ -466,13 +489,19 @@ TEMPLATES = [
         },
         internal=("dcgm_exporter_publish", "dcgm_exporter_scrape_address", "inventory_hostname"),
     ),
-    Template(
-        "cuda.sh.j2",
-        "cuda",
-        "roles/cuda/templates/cuda.sh.j2",
-        "shell",
-        reach={"cuda_version": [], "cuda_home": [], "cuda_toolkit_prefix": []},
-        expect=cuda_sh_expect,
+    *(
+        Template(
+            f"cuda.sh.j2{suffix}",
+            "cuda",
+            "roles/cuda/templates/cuda.sh.j2",
+            "shell",
+            reach=CUDA_SH,
+            internal=("cuda__stack",),
+            base=base,
+            computed=cuda_sh_computed,
+            expect=cuda_sh_expect,
+        )
+        for suffix, base in (("", {}), ("[distro]", CUDA_DISTRO))
     ),
     Template(
         "cudnn-preferences.j2",

@@ -170,12 +170,22 @@ BAD = [
     ("nvidia_driver", "nvidia_driver_repo_arch", "amd64"),
     ("nvidia_driver", "nvidia_driver_preferences_file", "/etc/apt/preferences.d/kindling driver"),
     ("nvidia_driver", "nvidia_driver_repo_timeout", 0),
+    ("nvidia_driver", "nvidia_driver_distro_sources_file", "/etc/apt/sources.list.d/kindling.list"),
+    ("nvidia_driver", "nvidia_driver_distro_sources_file", "/etc/apt/kindling.sources"),
+    (
+        "nvidia_driver",
+        "nvidia_driver_distro_sources_file",
+        "/etc/apt/sources.list.d/../kindling.sources",
+    ),
     ("cuda", "cuda_version", "13"),
     ("cuda", "cuda_versions_extra", ["12.4", "12.4"]),
     ("cuda", "cuda_versions_extra", "12.4"),
     ("cuda", "cuda_cudnn_tarball_sha256", "abc"),
     ("cuda", "cuda_profile_file", "/etc/profile.d/cuda"),
     ("cuda", "cuda_cudnn_redist_base_url", "ftp://developer.download.nvidia.com/"),
+    ("cuda", "cuda_distro_sources_file", "/etc/apt/sources.list.d/kindling-cuda.list"),
+    ("cuda", "cuda_distro_sources_file", "/etc/kindling-cuda.sources"),
+    ("cuda", "cuda_distro_sources_file", "/etc/apt/sources.list.d/../../kindling.sources"),
     ("conda_pytorch", "conda_pytorch_version", "2.11.0+cu130"),
     ("conda_pytorch", "conda_pytorch_cuda_variant", "cuda13"),
     ("conda_pytorch", "conda_pytorch_python_version", "2.7"),
@@ -522,6 +532,75 @@ def test_rule_dcgm_and_node_exporter_ports_differ():
         "dcgm_exporter_node_exporter_port is 9400: it is dcgm_exporter_port too; give each "
         "exporter a port of its own"
     ]
+
+
+@pytest.mark.parametrize(
+    ("role", "name"),
+    [
+        ("nvidia_driver", "nvidia_driver_distro_sources_file"),
+        ("cuda", "cuda_distro_sources_file"),
+    ],
+)
+def test_distro_sources_file_is_a_deb822_file_apt_reads(role, name):
+    assert check(role, **{name: "/etc/apt/sources.list.d/x.sources"}) == []
+    assert check(role, **{name: "/etc/apt/sources.list.d/kindling_distro-1.2.sources"}) == []
+    for bad in (
+        "/etc/apt/sources.list.d/x.list",
+        "/etc/apt/sources.list.d/x.sources.disabled",
+        "/etc/apt/x.sources",
+        "/tmp/x.sources",
+        "/etc/apt/sources.list.d/../x.sources",
+        "/etc/apt/sources.list.d/./x.sources",
+        "etc/apt/sources.list.d/x.sources",
+    ):
+        messages = check(role, **{name: bad})
+        assert len(messages) == 1, (bad, messages)
+        assert messages[0].startswith(f"{name} is '{bad}': "), messages
+    outside = check(role, **{name: "/etc/apt/x.sources"})[0]
+    assert "/etc/apt/sources.list.d" in outside and ".sources" in outside
+    dots = check(role, **{name: "/etc/apt/sources.list.d/../x.sources"})[0]
+    assert "'..'" in dots
+
+
+def test_rule_distro_toolkit_and_cudnns_apt_packages():
+    # The defaults install cuDNN from NVIDIA's apt repository.
+    assert defaults("cuda")["cuda_cudnn_install"] is True
+    assert defaults("cuda")["cuda_cudnn_install_method"] == "apt"
+    messages = check("cuda", cuda_install_method="distro")
+    assert len(messages) == 1, messages
+    assert messages[0].startswith(
+        "cuda_cudnn_install_method is 'apt': cuda_install_method is distro"
+    )
+    assert "cuda_cudnn_install_method: tarball" in messages[0]
+    assert check("cuda", cuda_install_method="distro", cuda_cudnn_install_method="tarball") == []
+    assert check("cuda", cuda_install_method="distro", cuda_cudnn_install=False) == []
+    # NVIDIA's repository has both: no finding.
+    assert check("cuda", cuda_install_method="cuda_repo") == []
+
+
+def test_rule_distro_toolkit_is_one_toolkit():
+    messages = check(
+        "cuda",
+        cuda_install_method="distro",
+        cuda_cudnn_install_method="tarball",
+        cuda_versions_extra=["12.4"],
+    )
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("cuda_versions_extra is ['12.4']: cuda_install_method is distro")
+    assert "cuda_install_method: cuda_repo" in messages[0]
+    # Both wrong: one message each.
+    both = check("cuda", cuda_install_method="distro", cuda_versions_extra=["12.4"])
+    assert [m.split(" ", 1)[0] for m in both] == [
+        "cuda_cudnn_install_method",
+        "cuda_versions_extra",
+    ]
+    assert check("cuda", cuda_install_method="cuda_repo", cuda_versions_extra=["12.4"]) == []
+
+
+def test_install_method_choices_come_from_argument_specs():
+    messages = check("cuda", cuda_install_method="conda")
+    assert len(messages) == 1
+    assert messages[0].startswith("value of cuda_install_method must be one of: cuda_repo, distro")
 
 
 def test_rules_wait_for_the_shapes():

@@ -31,6 +31,8 @@ case "$what" in
     ansible localhost -i inventories/preinstalled -m nvidia_smi_facts -a 'require=true' 2>&1 | tee "$OUT/nvidia_smi_facts.txt"
     ansible localhost -i inventories/preinstalled -m torch_cuda_facts \
       -a "python=$(command -v python3) require_cuda=true expect_gpus=1" 2>&1 | tee "$OUT/torch_cuda_facts.txt"
+    ansible localhost -i inventories/preinstalled -m nvidia_kernel_module_facts 2>&1 \
+      | tee "$OUT/nvidia_kernel_module_facts.txt"
     ;;
   bench)
     python3 roles/gpu_check/files/gpu_throughput.py "$@"
