@@ -12,9 +12,10 @@ SCENARIO        ?=
 PYTHON_BOOT     ?= python3
 # Debian packages the test bed needs (podman runs Molecule's hosts; mmdebstrap builds
 # their image; equivs, apt-utils, gnupg and xz-utils build the fixture repository;
-# headless Chromium drives the JupyterLab browser test). Installed without recommends:
+# headless Chromium drives the JupyterLab browser test; gcc and libc6-dev build the stand-in
+# libcuda.so.1 that the cuInit probe's tests load). Installed without recommends:
 # Chromium's would pull udev, avahi and more onto the machine.
-APT_PACKAGES    := podman runc uidmap mmdebstrap equivs apt-utils gnupg xz-utils chromium fonts-liberation
+APT_PACKAGES    := podman runc uidmap mmdebstrap equivs apt-utils gnupg xz-utils chromium fonts-liberation gcc libc6-dev
 
 export PATH                    := $(CURDIR)/$(VENV)/bin:$(PATH)
 export KINDLING_CACHE
@@ -23,7 +24,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,8 +33,8 @@ help: ## List the targets
 site: venv ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
 	ansible-playbook playbooks/site.yml -i $(INVENTORY) $(ARGS)
 
-# Three lanes side by side (tools/run-lanes.sh): lint, unit and registry; the scenarios whose
-# services listen on host ports, then the reliability suite; every other scenario.
+# Three lanes side by side (tools/run-lanes.sh): lint, unit, registry, then the reliability
+# suite; the scenarios whose services listen on host ports; every other scenario.
 test: venv apt-deps podman-config fixtures ## Lint, unit, registry, every Molecule scenario, reliability suite, in lanes (CI runs this)
 	tools/testbed.sh tools/run-lanes.sh
 	@echo "make test: all checks passed"
@@ -62,7 +63,7 @@ $(CONTAINERS_STORAGE_CONF): molecule/_shared/podman/storage.conf.in
 	sed 's|@CACHE@|$(KINDLING_CACHE)|g' $< > $@
 
 # ---------------------------------------------------------------- checks
-lint: catalogue-check yamllint ansible-lint ruff workflows ## catalogue in step, yamllint, ansible-lint (production profile), ruff, workflow schema
+lint: catalogue-check health-codes-check yamllint ansible-lint ruff workflows ## catalogue and health codes in step, yamllint, ansible-lint (production profile), ruff, workflow schema
 
 catalogue: venv ## Regenerate module_utils/vendor_catalogue.py and README's stack x OS table from the catalogue
 	$(VENV)/bin/python tools/catalogue.py
@@ -71,6 +72,12 @@ catalogue: venv ## Regenerate module_utils/vendor_catalogue.py and README's stac
 catalogue-check: ## Fail when the catalogue's generated copy or README's stack x OS table is out of date
 	$(VENV)/bin/python tools/catalogue.py --check
 	$(VENV)/bin/python tools/stack_matrix.py --check
+
+health-codes: venv ## Regenerate docs/HEALTH_CODES.md from the health-code registry and the catalogue
+	$(VENV)/bin/python tools/health_codes.py
+
+health-codes-check: ## Fail when docs/HEALTH_CODES.md is out of date
+	$(VENV)/bin/python tools/health_codes.py --check
 
 yamllint:
 	yamllint --strict .
@@ -93,6 +100,7 @@ registry: ## Python pins resolved against PyPI's real index (needs the network)
 
 fixtures: ## Build the fixture package sources (stand-ins for vendor servers)
 	$(VENV)/bin/python tests/fixture_sources/build_fixtures.py --out $(KINDLING_CACHE)/fixtures
+	$(VENV)/bin/python tests/fixture_sources/pci_trees.py --out $(KINDLING_CACHE)/fixtures
 
 molecule: podman-config fixtures ## Every Molecule scenario (SCENARIO=name for one)
 	tools/testbed.sh tools/run-molecule.sh $(SCENARIO)

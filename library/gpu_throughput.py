@@ -21,6 +21,10 @@ description:
     and the likely causes that the O(nvidia_smi) and O(torch_cuda) facts show.
     Those causes are a downgraded PCIe link, throttled clocks, MIG on, other processes
     on the GPU, or the wrong torch build.
+  - The O(nvidia_smi) facts' C(health) and C(health_notes) come back as C(health_codes)
+    (failing first, each with its severity and remedy) and C(health_line), so that the
+    reports show them next to the verdict. A slow host's message names the failing codes.
+    Every code is in C(docs/HEALTH_CODES.md) of the Kindling repository.
   - The module never changes the host and C(changed) is always false. With O(output_dir)
     set, it also keeps a copy of the report in that directory.
 version_added: "0.1.0"
@@ -88,7 +92,8 @@ options:
     description:
       - Facts shaped like C(ansible_facts.nvidia_smi), used to diagnose a slow mode.
       - These facts are gpus[] with pcie_gen_current/max, pcie_width_current/max,
-        clock_event_reasons_active, mig_mode and an optional processes count.
+        clock_event_reasons_active, mig_mode and an optional processes count, and the
+        health and health_notes findings (returned as C(health_codes)).
     type: dict
   torch_cuda:
     description:
@@ -222,6 +227,26 @@ diagnosis:
   returned: always
   type: list
   elements: str
+health_codes:
+  description:
+    - The O(nvidia_smi) facts' findings, failing (C(health)) first, then informational
+      (C(health_notes)), in the facts' order within each (C(report_codes) of
+      C(module_utils/gpu_health.py)).
+    - Each has code, gpu (the index, or null), where (C(GPU 3) or C(no GPU index)),
+      severity (failing or informational), message and remediation (the health-code
+      registry's one-line remedy).
+    - Empty without O(nvidia_smi).
+  returned: always
+  type: list
+  elements: dict
+health_line:
+  description:
+    - "The findings in one line. C(GPU health: FAILING) is followed by the failing codes,
+      each with its GPUs, then C(notes:) and the informational codes."
+    - "C(GPU health: no findings) when there are none, C(GPU health: unknown) without
+      O(nvidia_smi)."
+  returned: always
+  type: str
 cmd:
   description: The command line that ran.
   returned: when the program ran
@@ -248,6 +273,12 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.gpu_health import (  # noqa: E402
+    FAILING,
+    code_list,
+    health_line,
+    report_codes,
+)
 from ansible.module_utils.gpu_throughput_ref import (  # noqa: E402
     DEFAULT_TOLERANCE,
     diagnose,
@@ -372,7 +403,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, summary="", failed_modes=[], diagnosis=[])
+    facts = p["nvidia_smi"]
+    codes = report_codes(facts.get("health"), facts.get("health_notes")) if facts else []
+    result = dict(
+        changed=False,
+        summary="",
+        failed_modes=[],
+        diagnosis=[],
+        health_codes=codes,
+        health_line=health_line(codes if facts else None),
+    )
     if not 0 < p["tolerance"] <= 1:
         module.fail_json(msg=f"tolerance must be in (0, 1], got {p['tolerance']}", **result)
     if p["timeout"] < 1:
@@ -468,6 +508,9 @@ def main():
     )
     if failed:
         message = failure_message(judged, causes, gpu_name)
+        failing = [row for row in codes if row["severity"] == FAILING]
+        if failing:
+            message += f" Failing health codes: {code_list(failing)}."
         if p["fail_on_slow"]:
             module.fail_json(msg=message, **result)
         module.warn(message + " (fail_on_slow=false: the task does not fail)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_state import decide, parse_dpkg_status
+from ansible.module_utils.driver_state import decide, query_dpkg
 
 DOCUMENTATION = r"""
 ---
@@ -139,13 +139,7 @@ def main() -> None:
     )
     p = module.params
     names = list(dict.fromkeys(p["packages"] + p["keep"] + p["selection"]))
-    rc, out, err = module.run_command(
-        ["dpkg-query", "-W", "--showformat=${Package}\\t${Version}\\t${Status}\\n", *names],
-        environ_update={"LC_ALL": "C"},
-    )
-    if rc > 1:
-        module.fail_json(msg=f"dpkg-query failed (rc {rc}): {err.strip()}")
-    dpkg = parse_dpkg_status(out.splitlines())
+    dpkg = query_dpkg(module, names)
     result: Dict[str, Any] = decide(
         packages=p["packages"],
         version_regex=p["version_regex"],

@@ -8,6 +8,9 @@ import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_fabric import PCI_ROOT
+from ansible.module_utils.gpu_fabric import collect as collect_fabric
+from ansible.module_utils.gpu_health import dmesg_command, journal_command, journal_has_entries
 from ansible.module_utils.nvidia_smi import (
     absent_facts,
     build_facts,
@@ -35,6 +38,25 @@ description:
   - A PCIe link generation below max while the GPU is idle (clock event reason
     C(gpu_idle) active) is normal power saving; it is reported in C(health_notes), not in
     C(health). A lower link width, or a lower generation under load, is a health problem.
+  - Reads this boot's kernel log (C(journalctl -k -b 0 --no-pager -o short-monotonic),
+    else C(dmesg)) for the driver's Xid events, counts them per GPU and code, and classifies
+    each code with NVIDIA's Xid catalogue (data/vendor_catalogue.yml, C(xid_events)). A
+    failing code (such as 48, 79, 95, 119) is a C(health) problem, an application error or
+    informational code (such as 13, 31, 43, 94) a C(health_notes) entry. A kernel log that
+    cannot be read is a C(kernel-log-unreadable) note and C(xid_error), never a failure.
+  - Memory errors. Retired pages, rows remapped for uncorrectable errors, banks without
+    spare rows and the lifetime uncorrectable ECC count are notes above zero. Past the
+    limits of the catalogue's C(memory_error_limits), and with the SRAM threshold flag set,
+    they are health problems.
+  - Every code of C(health) and C(health_notes) is listed, with its meaning and remedy, in
+    docs/HEALTH_CODES.md.
+  - Reads the NVSwitch fabric (module_utils/gpu_fabric.py) into C(fabric) - NVSwitches on the
+    PCI bus, each GPU's NVLink fabric state, the NVLinks up - and runs C(nvidia-smi nvlink -s)
+    only with more than one GPU or a GPU in an NVLink fabric, and C(nv-fabricmanager --version)
+    only on a host that needs the fabric manager. Their problems (C(nvlink-down),
+    C(fabric-state-not-completed), C(fabric-state-failed), C(fabric-manager-missing),
+    C(fabric-manager-version-mismatch)) join C(health); a failing C(nvlink -s) is recorded in
+    C(fabric.nvlink_error) and never fails the module.
   - Never changes the host.
 version_added: "0.1.0"
 author:
@@ -60,11 +82,30 @@ options:
       - Path of the nvidia-smi executable. By default it is searched on E(PATH) and in
         C(/usr/bin).
     type: path
+  pci_sysfs_root:
+    description:
+      - Where the PCI devices are in sysfs (NVSwitches and NVLink 5 bridges); tests point it
+        at a copy.
+    type: path
+    default: /sys/bus/pci/devices
   timeout:
     description:
-      - Seconds each nvidia-smi call may take before it is abandoned.
+      - Seconds each nvidia-smi, journalctl or dmesg call may take before it is abandoned.
     type: int
     default: 30
+  read_kernel_log:
+    description:
+      - Whether to read this boot's kernel log for the driver's Xid events
+        (C(journalctl -k -b 0), falling back to C(dmesg)). Either is searched for on
+        E(PATH), then in C(/usr/bin) and C(/bin).
+      - Reading it needs root (or the C(adm)/C(systemd-journal) group, and
+        C(kernel.dmesg_restrict=0) for dmesg). When neither can be read, C(xid_error) says
+        why and C(health_notes) has a C(kernel-log-unreadable) entry.
+      - It is not read when nvidia-smi is not found.
+      - Events stay in the log until the next reboot, so a GPU reset does not clear them;
+        after a reset (not a reboot) set V(false) to gate on nvidia-smi alone.
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
@@ -79,6 +120,8 @@ notes:
   - Compute capability comes from C(--query-gpu=compute_cap) when the driver knows that
     field, else from the product-name table in module_utils/gpu_compat.py
     (C(compute_capability_source) says which).
+  - The C(dmesg) fallback sees only what the kernel ring buffer still holds; old events of
+    a long-running host may have been overwritten.
 seealso:
   - module: torch_cuda_facts
   - module: gpu_stack_check
@@ -107,6 +150,17 @@ EXAMPLES = r"""
   nvidia_smi_facts:
     nvidia_smi_path: /usr/local/nvidia/bin/nvidia-smi
     timeout: 60
+
+- name: Gate on nvidia-smi alone, right after a GPU reset (Xid events last until a reboot)
+  nvidia_smi_facts:
+    read_kernel_log: false
+
+- name: Stop on a GPU that fell off the bus or logged another failing Xid
+  ansible.builtin.assert:
+    that: >-
+      ansible_facts.nvidia_smi.xid_events
+      | selectattr('severity', 'eq', 'failing') | list | length == 0
+    fail_msg: "{{ ansible_facts.nvidia_smi.health | map(attribute='message') | list }}"
 """
 
 RETURN = r"""
@@ -144,8 +198,12 @@ ansible_facts:
               architecture, memory_total_mib, memory_used_mib, persistence_mode (bool),
               mig_mode (bool), mig_mode_pending (bool), mig_devices (list), ecc_mode (bool),
               ecc_uncorrected_volatile (int), ecc_uncorrected_aggregate (int),
-              retired_pages_pending (bool), remapped_rows_pending (bool),
-              remapped_rows_failure (bool), pcie_gen_current, pcie_gen_max,
+              ecc_sram_threshold_exceeded (bool), retired_pages_pending (bool),
+              retired_pages_sbe and retired_pages_dbe (pages retired for single-bit and
+              double-bit errors, int), remapped_rows_pending (bool), remapped_rows_failure
+              (bool), remapped_rows_correctable and remapped_rows_uncorrectable (int),
+              row_remap_banks_low and row_remap_banks_none (banks of the row remapper
+              histogram, int), pcie_gen_current, pcie_gen_max,
               pcie_width_current, pcie_width_max, temperature_c, power_limit_w,
               power_draw_w, clocks_sm_mhz, clocks_max_sm_mhz, performance_state,
               clock_event_reasons_active (list of short names such as gpu_idle,
@@ -160,14 +218,39 @@ ansible_facts:
           type: dict
           sample: {"matrix": {"GPU0": {"GPU1": "NV18"}, "GPU1": {"GPU0": "NV18"}}}
         health:
-          description: Problems to act on, each with code, gpu (index) and message.
+          description:
+            - Problems to act on, each with code, gpu (index; null when the finding is about
+              no GPU that nvidia-smi lists) and message. docs/HEALTH_CODES.md lists every code.
           type: list
           elements: dict
           sample: [{"code": "row-remap-pending", "gpu": 0, "message": "GPU 0 ... reset"}]
         health_notes:
-          description: Informational observations that are not problems.
+          description: Informational observations that are not problems (same shape as health).
           type: list
           elements: dict
+        xid_events:
+          description:
+            - The kernel log's Xid events of this boot, one entry per GPU and code, in the
+              order first logged. Empty when the log was not read or holds none.
+            - Keys xid (int), code (the health code, such as xid-79, or xid-unlisted),
+              mnemonic, description, severity (failing or informational), action
+              (application, none, reset-gpu, reboot, drain, contact-support; null for an
+              unlisted code), gpu (index; null when nvidia-smi lists no GPU at that address),
+              pci_bus_id, count, first_seen and last_seen (timestamps as logged, the wall
+              clock or else the seconds since boot; null when the line has none), message (the
+              first one) and processes (the process names logged).
+          type: list
+          elements: dict
+          sample: [{"xid": 79, "code": "xid-79", "severity": "failing", "action": "reboot",
+                    "gpu": 0, "pci_bus_id": "00000000:18:00.0", "count": 1,
+                    "first_seen": "1843.308145", "last_seen": "1843.308145"}]
+        kernel_log_source:
+          description: Where the Xid events were read (journalctl or dmesg); null when not read.
+          type: str
+          sample: journalctl
+        xid_error:
+          description: Why the kernel log could not be read (xid_events is then empty), else null.
+          type: str
         reboot_required:
           description: Whether nvidia-smi's failure is one a reboot fixes.
           type: bool
@@ -188,8 +271,23 @@ ansible_facts:
         topology_error:
           description: Why topo -m gave nothing.
           type: str
+        fabric:
+          description:
+            - The NVSwitch fabric (module_utils/gpu_fabric.py); null when nvidia-smi did not run
+              (nvidia_pci_facts decides from PCI alone before a driver exists).
+            - Keys nvswitch_count, nvswitch_generation (1-4), nvswitches (pci_slot, device,
+              generation), nvlink5_bridges (slots of NVLink 5 management functions), fabric
+              (per GPU - gpu, name, pci_bus_id, state (not_supported, not_started,
+              in_progress, completed, unknown, or null), state_text, status, clique_id,
+              cluster_uuid, health_summary), fabric_attached, nvlinks_up, nvlinks_total and
+              nvlinks_expected (by GPU index, from nvlink -s and topo -m),
+              needs_fabric_manager, needs_nvlink5 (nvlsm, infiniband-diags, mlx5_core and
+              ib_umad too), reason (one sentence), evidence (list), nvlink_error, and
+              fabric_manager (found, path, version, error; null unless needed).
+          type: dict
+          sample: {"nvswitch_count": 4, "needs_fabric_manager": true, "needs_nvlink5": false}
 commands:
-  description: The nvidia-smi command lines that ran, in order.
+  description: The nvidia-smi, journalctl and dmesg command lines that ran, in order.
   returned: always
   type: list
   elements: str
@@ -224,6 +322,53 @@ def _find(module: AnsibleModule, path: Optional[str]) -> Optional[str]:
     return module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
 
 
+#: Where journalctl and dmesg are looked for when PATH lacks them.
+TOOL_DIRS = ["/usr/bin", "/bin"]
+
+
+def _tool(name: str) -> Optional[str]:
+    """An executable on PATH, else in TOOL_DIRS."""
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d] + TOOL_DIRS
+    for directory in dirs:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _why(name: str, rc: int, out: str, err: str) -> str:
+    """Why a kernel-log command gave nothing, with its first line of output."""
+    lines = [line.strip() for line in (err + "\n" + out).splitlines() if line.strip()]
+    detail = f": {lines[0]}" if lines else ""
+    if rc == -1:
+        return f"{name} {err}"
+    if rc == 0:
+        return f"{name} printed no kernel messages for this boot{detail}"
+    return f"{name} failed (rc={rc}){detail}"
+
+
+def _kernel_log(timeout: int, commands: List[str]) -> Dict[str, Any]:
+    """This boot's kernel log: ``{"text", "source", "error"}``; journalctl, else dmesg."""
+    reasons = []
+    journalctl = _tool("journalctl")
+    if journalctl:
+        rc, out, err = _run(journal_command(journalctl), timeout, commands)
+        if rc == 0 and journal_has_entries(out):
+            return {"text": out, "source": "journalctl", "error": None}
+        reasons.append(_why("journalctl", rc, out, err))
+    else:
+        reasons.append("journalctl not found")
+    dmesg = _tool("dmesg")
+    if dmesg:
+        rc, out, err = _run(dmesg_command(dmesg), timeout, commands)
+        if rc == 0:
+            return {"text": out, "source": "dmesg", "error": None}
+        reasons.append(_why("dmesg", rc, out, err))
+    else:
+        reasons.append("dmesg not found")
+    return {"text": None, "source": None, "error": "; ".join(reasons)}
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -231,6 +376,8 @@ def main() -> None:
             "expect_mig": {"type": "bool", "default": False},
             "nvidia_smi_path": {"type": "path"},
             "timeout": {"type": "int", "default": 30},
+            "pci_sysfs_root": {"type": "path", "default": PCI_ROOT},
+            "read_kernel_log": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
@@ -241,6 +388,7 @@ def main() -> None:
     commands: List[str] = []
 
     def finish(facts: Dict[str, Any], failed_msg: Optional[str] = None) -> None:
+        facts.setdefault("fabric", None)
         result = {"changed": False, "ansible_facts": {"nvidia_smi": facts}, "commands": commands}
         if failed_msg and require:
             module.fail_json(msg=failed_msg, **result)
@@ -261,6 +409,7 @@ def main() -> None:
         return
 
     rc, out, err = _run(xml_command(smi), timeout, commands)
+    klog = _kernel_log(timeout, commands) if module.params["read_kernel_log"] else None
     if rc != 0:
         if rc == -1:
             error = {
@@ -275,7 +424,7 @@ def main() -> None:
         msg = error["message"]
         if error["reboot_required"]:
             msg += " (reboot_required: reboot the host, then run this again)"
-        finish(absent_facts(error, present=True), msg)
+        finish(absent_facts(error, present=True, kernel_log=klog), msg)
         return
 
     query_text: Optional[str] = None
@@ -292,7 +441,7 @@ def main() -> None:
             "reboot_reason": None,
             "rc": rc,
         }
-        finish(absent_facts(error, present=True), error["message"])
+        finish(absent_facts(error, present=True, kernel_log=klog), error["message"])
         return
     if preview["gpu_count"] >= 1:
         q_rc, q_out, q_err = _run(query_command(smi), timeout, commands)
@@ -306,13 +455,23 @@ def main() -> None:
             topo_text = t_out
         else:
             topo_error = classify_error(t_out, t_err, t_rc)["message"]
+    expect_mig = module.params["expect_mig"]
     try:
-        facts = build_facts(out, query_text, topo_text, expect_mig=module.params["expect_mig"])
+        facts = build_facts(out, query_text, topo_text, expect_mig=expect_mig, kernel_log=klog)
     except ValueError as exc:  # a malformed CSV or topo: keep the XML facts
         query_error = query_error or str(exc)
-        facts = build_facts(out, None, topo_text, expect_mig=module.params["expect_mig"])
+        facts = build_facts(out, None, topo_text, expect_mig=expect_mig, kernel_log=klog)
     facts["query_error"] = query_error
     facts["topology_error"] = topo_error
+    facts["fabric"], fabric_issues = collect_fabric(
+        out,
+        facts,
+        lambda cmd: _run(cmd, timeout, commands),
+        smi,
+        lambda name: module.get_bin_path(name, opt_dirs=["/usr/bin"]),
+        module.params["pci_sysfs_root"],
+    )
+    facts["health"].extend(fabric_issues)
     if facts["gpu_count"] == 0:
         finish(facts, "nvidia-smi runs but reports no GPU: check that the GPU is attached")
         return

@@ -24,6 +24,22 @@ from ansible.module_utils.gpu_compat import driver_branch, version_cmp
 FINISHED = ("installed", "not-installed", "config-files")
 
 
+def query_dpkg(module: Any, names: List[str]) -> Dict[str, Dict[str, Any]]:
+    """Run ``dpkg-query -W`` for ``names`` through an AnsibleModule; parse_dpkg_status() of it.
+
+    Unknown packages are simply absent (dpkg-query exits 1 for them); worse fails the module.
+    """
+    if not names:
+        return {}
+    rc, out, err = module.run_command(
+        ["dpkg-query", "-W", "--showformat=${Package}\\t${Version}\\t${Status}\\n", *names],
+        environ_update={"LC_ALL": "C"},
+    )
+    if rc > 1:
+        module.fail_json(msg=f"dpkg-query failed (rc {rc}): {err.strip()}")
+    return parse_dpkg_status(out.splitlines())
+
+
 def parse_dpkg_status(lines: List[str]) -> Dict[str, Dict[str, Any]]:
     """``dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n'`` lines -> per package.
 

@@ -13,7 +13,14 @@ output into facts:
 * ``classify_error``: nvidia-smi failures ("couldn't communicate with the NVIDIA
   driver", "Driver/library version mismatch", ...) into a kind plus reboot advice.
 * ``health`` / ``health_notes``: problems the owner must act on, and informational
-  observations that are not problems.
+  observations that are not problems. Every code is in ``gpu_health.HEALTH_CODES``.
+* ``xid_events``: the driver's Xid events of this boot (parsed from the kernel log by
+  ``gpu_health.parse_kernel_log``), counted per GPU and code and classified by the
+  catalogue's Xid table; ``failing`` ones are health problems, the others notes.
+* Memory errors: retired pages (470-era ``retired_pages/*/retired_count``), rows remapped
+  for uncorrectable errors, banks without spare rows, the lifetime uncorrectable ECC count
+  and the SRAM threshold flag; a count above zero is a note, past the catalogue's
+  ``memory_error_limits`` a problem.
 
 Idle PCIe downtraining. GPUs may drop their PCIe link *generation* when idle to save
 power (the link retrains to full speed under load). A generation below max while the
@@ -37,6 +44,15 @@ from ansible.module_utils.gpu_compat import (
     architecture_for,
     compute_capability_for,
     normalize_cc,
+)
+from ansible.module_utils.gpu_health import (
+    FAILING,
+    MEMORY_LIMITS,
+    UNLISTED_XID,
+    issue,
+    parse_kernel_log,
+    xid_code,
+    xid_row,
 )
 
 #: Values nvidia-smi prints for "no value".
@@ -217,6 +233,11 @@ def _retired_pages_pending(gpu: ET.Element) -> Optional[bool]:
     return pending
 
 
+def _retired_count(gpu: ET.Element, cause: str) -> Optional[int]:
+    """Pages retired for one cause (``multiple_single_bit_retirement`` or ``double_bit_...``)."""
+    return to_int(_find_text(gpu, f"retired_pages/{cause}/retired_count"))
+
+
 def _mig_devices(gpu: ET.Element) -> List[Dict[str, Any]]:
     devices = []
     block = gpu.find("mig_devices")
@@ -264,9 +285,22 @@ def _parse_gpu(index: int, gpu: ET.Element) -> Dict[str, Any]:
         "ecc_mode": to_flag(_find_text(gpu, "ecc_mode/current_ecc")),
         "ecc_uncorrected_volatile": _ecc_uncorrected(gpu.find("ecc_errors/volatile")),
         "ecc_uncorrected_aggregate": _ecc_uncorrected(gpu.find("ecc_errors/aggregate")),
+        "ecc_sram_threshold_exceeded": to_flag(
+            _find_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")
+        ),
         "retired_pages_pending": _retired_pages_pending(gpu),
+        "retired_pages_sbe": _retired_count(gpu, "multiple_single_bit_retirement"),
+        "retired_pages_dbe": _retired_count(gpu, "double_bit_retirement"),
         "remapped_rows_pending": to_flag(_find_text(remap, "remapped_row_pending")),
         "remapped_rows_failure": to_flag(_find_text(remap, "remapped_row_failure")),
+        "remapped_rows_correctable": to_int(_find_text(remap, "remapped_row_corr")),
+        "remapped_rows_uncorrectable": to_int(_find_text(remap, "remapped_row_unc")),
+        "row_remap_banks_low": to_int(
+            _find_text(remap, "row_remapper_histogram/row_remapper_histogram_low")
+        ),
+        "row_remap_banks_none": to_int(
+            _find_text(remap, "row_remapper_histogram/row_remapper_histogram_none")
+        ),
         "pcie_gen_current": to_int(_find_text(link, "pcie_gen/current_link_gen")),
         "pcie_gen_max": to_int(_find_text(link, "pcie_gen/max_link_gen")),
         "pcie_width_current": to_int(_find_text(link, "link_widths/current_link_width")),
@@ -538,7 +572,7 @@ def _label(gpu: Dict[str, Any]) -> str:
 
 
 def _issue(code: str, gpu: Dict[str, Any], message: str) -> Dict[str, Any]:
-    return {"code": code, "gpu": gpu.get("index"), "message": message}
+    return issue(code, gpu.get("index"), message)
 
 
 def _pcie(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
@@ -573,119 +607,394 @@ def _pcie(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any
     return problems, notes
 
 
-def health(gpus: List[Dict[str, Any]], expect_mig: bool = False) -> List[Dict[str, Any]]:
-    """Problems the owner must act on, each ``{"code", "gpu", "message"}``."""
+def _retired_pages(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """Retired pages (pre-Ampere): a note above zero, a problem at the catalogue's limit."""
+    sbe, dbe = gpu.get("retired_pages_sbe"), gpu.get("retired_pages_dbe")
+    known = [n for n in (sbe, dbe) if n is not None]
+    total = sum(known)
+    if not total:
+        return [], []
+    limits = MEMORY_LIMITS["retired_pages"]
+    counts = (
+        f"{total} retired page(s) ({sbe or 0} for single-bit, {dbe or 0} for double-bit errors)"
+    )
+    if total >= limits["failing_at"]:
+        return [
+            _issue(
+                "retired-pages-limit",
+                gpu,
+                f"{_label(gpu)} has {counts}, at or past the limit of {limits['failing_at']} "
+                f"(at most {limits['max_retirements']} fit): drain it and ask the provider to "
+                "replace the GPU.",
+            )
+        ], []
+    soft = limits["dbe_soft_limit"]
+    extra = (
+        f"; more than {soft} are for double-bit errors, so a further one within a week "
+        "fails DCGM's check"
+        if (dbe or 0) > soft
+        else ""
+    )
+    return [], [
+        _issue(
+            "retired-pages",
+            gpu,
+            f"{_label(gpu)} has {counts}, below the limit of {limits['failing_at']}{extra}: "
+            "watch the count.",
+        )
+    ]
+
+
+def _remapped_rows(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """Rows remapped for uncorrectable errors, and banks without spare rows (Ampere+)."""
+    problems: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    rows = gpu.get("remapped_rows_uncorrectable")
+    limit = MEMORY_LIMITS["remapped_rows_uncorrectable"]["failing_at"]
+    if rows and rows >= limit:
+        problems.append(
+            _issue(
+                "remapped-rows-limit",
+                gpu,
+                f"{_label(gpu)} has {rows} rows remapped for uncorrectable errors, NVIDIA's "
+                f"limit of {limit}: drain it and ask the provider to replace the GPU.",
+            )
+        )
+    elif rows:
+        notes.append(
+            _issue(
+                "remapped-rows-uncorrectable",
+                gpu,
+                f"{_label(gpu)} has {rows} row(s) remapped for uncorrectable errors (the limit "
+                f"is {limit}): the memory stays usable; watch the count.",
+            )
+        )
+    banks = gpu.get("row_remap_banks_none")
+    if banks:
+        notes.append(
+            _issue(
+                "row-remap-bank-exhausted",
+                gpu,
+                f"{_label(gpu)} has {banks} memory bank(s) with no spare rows left: another "
+                "uncorrectable error there cannot be remapped (the GPU would then need replacing).",
+            )
+        )
+    return problems, notes
+
+
+def _ecc_lifetime(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """The SRAM threshold flag (a problem) and the lifetime uncorrectable count (a note)."""
+    problems: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    if gpu.get("ecc_sram_threshold_exceeded"):
+        problems.append(
+            _issue(
+                "sram-threshold-exceeded",
+                gpu,
+                f"{_label(gpu)} has its SRAM error threshold exceeded, NVIDIA's RMA criterion for "
+                "SRAM errors: drain it and ask the provider to replace the GPU.",
+            )
+        )
+    errors = gpu.get("ecc_uncorrected_aggregate")
+    if errors:
+        notes.append(
+            _issue(
+                "ecc-uncorrected-aggregate",
+                gpu,
+                f"{_label(gpu)} has {errors} uncorrectable ECC error(s) in its lifetime: no limit "
+                "applies to this count; the remap and retirement findings say when to replace it.",
+            )
+        )
+    return problems, notes
+
+
+def _memory(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    problems: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    for check in (_retired_pages, _remapped_rows, _ecc_lifetime):
+        more_problems, more_notes = check(gpu)
+        problems.extend(more_problems)
+        notes.extend(more_notes)
+    return problems, notes
+
+
+# ---------------------------------------------------------------------------
+# Xid events from the kernel log
+# ---------------------------------------------------------------------------
+
+
+def _bus_key(bus_id: Optional[str]) -> Optional[str]:
+    """A PCI address without its function, as the Xid lines print it: "00000000:18:00"."""
+    text = normalize_bus_id(bus_id)
+    return re.sub(r"\.[0-7]$", "", text) if text else None
+
+
+def _new_group(event: Dict[str, Any], gpu: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    row = xid_row(event["xid"]) or {}
+    return {
+        "xid": event["xid"],
+        "code": xid_code(event["xid"]),
+        "mnemonic": row.get("mnemonic"),
+        "description": row.get("description"),
+        "severity": row.get("severity", "informational"),
+        "action": row.get("action"),
+        "gpu": gpu.get("index") if gpu else None,
+        "pci_bus_id": gpu.get("pci_bus_id") if gpu else normalize_bus_id(event["pci"]),
+        "count": 0,
+        "first_seen": event["timestamp"],
+        "last_seen": event["timestamp"],
+        "message": event["message"],
+        "processes": [],
+    }
+
+
+def xid_events(kernel_text: Optional[str], gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The kernel log's Xid events, one entry per (PCI address, code), in the order first seen.
+
+    Each entry: xid, code (``xid-79``), mnemonic, description, severity, action (from the
+    catalogue; None for an unlisted code), gpu (index, None when no GPU of ``gpus`` has that
+    address), pci_bus_id, count, first_seen / last_seen (as logged), message (the first
+    one), processes (the names logged, once each).
+    """
+    by_bus = {_bus_key(g.get("pci_bus_id")): g for g in gpus if g.get("pci_bus_id")}
+    groups: Dict[Tuple[Optional[str], int], Dict[str, Any]] = {}
+    for event in parse_kernel_log(kernel_text):
+        bus = _bus_key(event["pci"])
+        key = (bus, event["xid"])
+        if key not in groups:
+            groups[key] = _new_group(event, by_bus.get(bus) if bus else None)
+        group = groups[key]
+        group["count"] += 1
+        group["last_seen"] = event["timestamp"] or group["last_seen"]
+        if event["process"] and event["process"] not in group["processes"]:
+            group["processes"].append(event["process"])
+    return list(groups.values())
+
+
+def _xid_subject(group: Dict[str, Any], gpus: List[Dict[str, Any]]) -> str:
+    gpu = next((g for g in gpus if g.get("index") == group["gpu"]), None)
+    if gpu is not None and group["gpu"] is not None:
+        return _label(gpu)
+    if group["pci_bus_id"]:
+        return f"The GPU at {group['pci_bus_id']} (not listed by nvidia-smi)"
+    return "A GPU (the log line names no PCI address)"
+
+
+def _xid_message(group: Dict[str, Any], gpus: List[Dict[str, Any]]) -> str:
+    row = xid_row(group["xid"])
+    times = f"{group['count']} time(s) since boot"
+    if group["first_seen"]:
+        times += f" (first {group['first_seen']}, last {group['last_seen']})"
+    what = f"Xid {group['xid']}"
+    if row:
+        what += f" {row['mnemonic']} ({row['description']})"
+        advice = row["remediation"]
+    else:
+        advice = "this code is not in Kindling's table: look it up in NVIDIA's Xid catalogue"
+    return f"{_xid_subject(group, gpus)} logged {what} {times}: {advice}."
+
+
+def _xid_issues(
+    groups: List[Dict[str, Any]], gpus: List[Dict[str, Any]]
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    problems: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    for group in groups:
+        found = issue(group["code"], group["gpu"], _xid_message(group, gpus))
+        if group["code"] != UNLISTED_XID and group["severity"] == FAILING:
+            problems.append(found)
+        else:
+            notes.append(found)
+    return problems, notes
+
+
+def health(
+    gpus: List[Dict[str, Any]],
+    expect_mig: bool = False,
+    xid_groups: Optional[List[Dict[str, Any]]] = None,
+) -> List[Dict[str, Any]]:
+    """Problems the owner must act on, each ``{"code", "gpu", "message"}``.
+
+    ``xid_groups`` (from ``xid_events``) adds the failing Xid events of the kernel log.
+    """
     problems: List[Dict[str, Any]] = []
     for gpu in gpus:
-        label = _label(gpu)
-        problems.extend(_pcie(gpu)[0])
-        if gpu.get("remapped_rows_failure"):
-            problems.append(
-                _issue(
-                    "row-remap-failure",
-                    gpu,
-                    f"{label} failed to remap a memory row: its memory is no longer reliable; "
-                    "drain it and ask the provider to replace the GPU.",
-                )
-            )
-        if gpu.get("remapped_rows_pending"):
-            problems.append(
-                _issue(
-                    "row-remap-pending",
-                    gpu,
-                    f"{label} has a row remap pending: reset the GPU (nvidia-smi -r -i "
-                    f"{gpu.get('index')}) or reboot so the remap takes effect.",
-                )
-            )
-        if gpu.get("retired_pages_pending"):
-            problems.append(
-                _issue(
-                    "retired-pages-pending",
-                    gpu,
-                    f"{label} has retired pages pending: reboot (or reset the GPU) so the bad "
-                    "pages are blacklisted.",
-                )
-            )
-        errors = gpu.get("ecc_uncorrected_volatile")
-        if errors:
-            problems.append(
-                _issue(
-                    "ecc-uncorrected-volatile",
-                    gpu,
-                    f"{label} reported {errors} uncorrected ECC error(s) since the driver "
-                    "loaded: drain its jobs and reset the GPU; replace it if they recur.",
-                )
-            )
-        active = gpu.get("clock_event_reasons_active") or []
-        thermal = [r for r in active if r in THERMAL_REASONS]
-        power = [r for r in active if r in POWER_REASONS]
-        generic = [r for r in active if r in GENERIC_SLOWDOWN_REASONS]
-        if thermal:
-            problems.append(
-                _issue(
-                    "thermal-slowdown",
-                    gpu,
-                    f"{label} clocks are slowed for heat ({', '.join(thermal)}) at "
-                    f"{gpu.get('temperature_c')} C: check fans, airflow and inlet temperature.",
-                )
-            )
-        if power:
-            problems.append(
-                _issue(
-                    "power-slowdown",
-                    gpu,
-                    f"{label} clocks are capped by power ({', '.join(power)}) at a "
-                    f"{gpu.get('power_limit_w')} W limit: check the power limit "
-                    "(nvidia-smi -q -d POWER) and the PSU/power-brake signal.",
-                )
-            )
-        if generic:
-            problems.append(
-                _issue(
-                    "hw-slowdown",
-                    gpu,
-                    f"{label} has hardware slowdown engaged (hw_slowdown: thermal or external "
-                    "power brake): check cooling and the chassis power supply.",
-                )
-            )
-        mig = gpu.get("mig_mode")
-        if mig and not expect_mig:
-            problems.append(
-                _issue(
-                    "mig-enabled-unexpected",
-                    gpu,
-                    f"{label} has MIG enabled, which hides the full GPU from training jobs: "
-                    f"disable it (nvidia-smi -i {gpu.get('index')} -mig 0, then reset the GPU) "
-                    "or set expect_mig: true.",
-                )
-            )
-        elif mig is False and expect_mig:
-            problems.append(
-                _issue(
-                    "mig-not-enabled",
-                    gpu,
-                    f"{label} has MIG disabled but expect_mig is true: enable it "
-                    f"(nvidia-smi -i {gpu.get('index')} -mig 1, then reset the GPU).",
-                )
-            )
-        pending = gpu.get("mig_mode_pending")
-        if mig is not None and pending is not None and pending != mig:
-            problems.append(
-                _issue(
-                    "mig-change-pending",
-                    gpu,
-                    f"{label} has a MIG mode change pending: reset the GPU or reboot to apply it.",
-                )
-            )
+        problems.extend(_gpu_problems(gpu, expect_mig))
+    problems.extend(_xid_issues(xid_groups or [], gpus)[0])
     return problems
 
 
-def health_notes(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Informational observations that are not problems (e.g. idle PCIe downtraining)."""
+def _gpu_problems(gpu: Dict[str, Any], expect_mig: bool) -> List[Dict[str, Any]]:
+    problems: List[Dict[str, Any]] = []
+    problems.extend(_pcie(gpu)[0])
+    problems.extend(_memory_flags(gpu))
+    problems.extend(_memory(gpu)[0])
+    problems.extend(_clocks(gpu))
+    problems.extend(_mig(gpu, expect_mig))
+    return problems
+
+
+def _memory_flags(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Row remap failure or pending, pages pending retirement, volatile uncorrected ECC."""
+    problems: List[Dict[str, Any]] = []
+    label = _label(gpu)
+    if gpu.get("remapped_rows_failure"):
+        problems.append(
+            _issue(
+                "row-remap-failure",
+                gpu,
+                f"{label} failed to remap a memory row: its memory is no longer reliable; "
+                "drain it and ask the provider to replace the GPU.",
+            )
+        )
+    if gpu.get("remapped_rows_pending"):
+        problems.append(
+            _issue(
+                "row-remap-pending",
+                gpu,
+                f"{label} has a row remap pending: reset the GPU (nvidia-smi -r -i "
+                f"{gpu.get('index')}) or reboot so the remap takes effect.",
+            )
+        )
+    if gpu.get("retired_pages_pending"):
+        problems.append(
+            _issue(
+                "retired-pages-pending",
+                gpu,
+                f"{label} has retired pages pending: reboot (or reset the GPU) so the bad "
+                "pages are blacklisted.",
+            )
+        )
+    errors = gpu.get("ecc_uncorrected_volatile")
+    if errors:
+        problems.append(
+            _issue(
+                "ecc-uncorrected-volatile",
+                gpu,
+                f"{label} reported {errors} uncorrected ECC error(s) since the driver "
+                "loaded: drain its jobs and reset the GPU; replace it if they recur.",
+            )
+        )
+    return problems
+
+
+def _clocks(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Thermal, power and hardware slowdown among the active clock-event reasons."""
+    problems: List[Dict[str, Any]] = []
+    label = _label(gpu)
+    active = gpu.get("clock_event_reasons_active") or []
+    thermal = [r for r in active if r in THERMAL_REASONS]
+    power = [r for r in active if r in POWER_REASONS]
+    generic = [r for r in active if r in GENERIC_SLOWDOWN_REASONS]
+    if thermal:
+        problems.append(
+            _issue(
+                "thermal-slowdown",
+                gpu,
+                f"{label} clocks are slowed for heat ({', '.join(thermal)}) at "
+                f"{gpu.get('temperature_c')} C: check fans, airflow and inlet temperature.",
+            )
+        )
+    if power:
+        problems.append(
+            _issue(
+                "power-slowdown",
+                gpu,
+                f"{label} clocks are capped by power ({', '.join(power)}) at a "
+                f"{gpu.get('power_limit_w')} W limit: check the power limit "
+                "(nvidia-smi -q -d POWER) and the PSU/power-brake signal.",
+            )
+        )
+    if generic:
+        problems.append(
+            _issue(
+                "hw-slowdown",
+                gpu,
+                f"{label} has hardware slowdown engaged (hw_slowdown: thermal or external "
+                "power brake): check cooling and the chassis power supply.",
+            )
+        )
+    return problems
+
+
+def _mig(gpu: Dict[str, Any], expect_mig: bool) -> List[Dict[str, Any]]:
+    """MIG on when not expected (or off when expected), and a pending MIG change."""
+    problems: List[Dict[str, Any]] = []
+    label = _label(gpu)
+    mig = gpu.get("mig_mode")
+    if mig and not expect_mig:
+        problems.append(
+            _issue(
+                "mig-enabled-unexpected",
+                gpu,
+                f"{label} has MIG enabled, which hides the full GPU from training jobs: "
+                f"disable it (nvidia-smi -i {gpu.get('index')} -mig 0, then reset the GPU) "
+                "or set expect_mig: true.",
+            )
+        )
+    elif mig is False and expect_mig:
+        problems.append(
+            _issue(
+                "mig-not-enabled",
+                gpu,
+                f"{label} has MIG disabled but expect_mig is true: enable it "
+                f"(nvidia-smi -i {gpu.get('index')} -mig 1, then reset the GPU).",
+            )
+        )
+    pending = gpu.get("mig_mode_pending")
+    if mig is not None and pending is not None and pending != mig:
+        problems.append(
+            _issue(
+                "mig-change-pending",
+                gpu,
+                f"{label} has a MIG mode change pending: reset the GPU or reboot to apply it.",
+            )
+        )
+    return problems
+
+
+def health_notes(
+    gpus: List[Dict[str, Any]],
+    xid_groups: Optional[List[Dict[str, Any]]] = None,
+    xid_error: Optional[str] = None,
+) -> List[Dict[str, Any]]:
+    """Informational observations that are not problems (e.g. idle PCIe downtraining).
+
+    With ``xid_groups``, the informational Xid events; with ``xid_error`` (the kernel log
+    could not be read), a ``kernel-log-unreadable`` note.
+    """
     notes: List[Dict[str, Any]] = []
     for gpu in gpus:
         notes.extend(_pcie(gpu)[1])
+        notes.extend(_memory(gpu)[1])
+    notes.extend(_xid_issues(xid_groups or [], gpus)[1])
+    if xid_error:
+        notes.append(
+            issue(
+                "kernel-log-unreadable",
+                None,
+                f"Xid events are unknown: {xid_error}. Run the module as root (become: true), "
+                "or set read_kernel_log: false.",
+            )
+        )
     return notes
+
+
+def kernel_log_facts(
+    kernel_log: Optional[Dict[str, Any]], gpus: List[Dict[str, Any]]
+) -> Dict[str, Any]:
+    """``xid_events``, ``kernel_log_source`` and ``xid_error`` from a kernel-log read.
+
+    ``kernel_log`` is ``{"text", "source", "error"}`` as the module read it, or None when
+    it was not read (``read_kernel_log: false``, or no nvidia-smi).
+    """
+    if not kernel_log:
+        return {"xid_events": [], "kernel_log_source": None, "xid_error": None}
+    return {
+        "xid_events": xid_events(kernel_log.get("text"), gpus),
+        "kernel_log_source": kernel_log.get("source"),
+        "xid_error": kernel_log.get("error"),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -698,13 +1007,18 @@ def build_facts(
     query_text: Optional[str] = None,
     topo_text: Optional[str] = None,
     expect_mig: bool = False,
+    kernel_log: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """The ``nvidia_smi`` fact from the outputs of -q -x, --query-gpu and topo -m."""
+    """The ``nvidia_smi`` fact from the outputs of -q -x, --query-gpu and topo -m.
+
+    ``kernel_log`` (``{"text", "source", "error"}``) adds the kernel log's Xid events.
+    """
     parsed = parse_xml(xml_text)
     gpus = parsed["gpus"]
     if query_text:
         merge_query(gpus, parse_query_csv(query_text))
     topology = parse_topo(topo_text) if topo_text else None
+    klog = kernel_log_facts(kernel_log, gpus)
     return {
         "present": True,
         "driver_version": parsed["driver_version"],
@@ -712,18 +1026,28 @@ def build_facts(
         "gpu_count": parsed["gpu_count"],
         "gpus": gpus,
         "topology": topology,
-        "health": health(gpus, expect_mig=expect_mig),
-        "health_notes": health_notes(gpus),
+        "health": health(gpus, expect_mig=expect_mig, xid_groups=klog["xid_events"]),
+        "health_notes": health_notes(gpus, klog["xid_events"], klog["xid_error"]),
         "reboot_required": False,
         "reboot_reason": None,
         "error": None,
         "query_error": None,
         "topology_error": None,
+        **klog,
     }
 
 
-def absent_facts(error: Optional[Dict[str, Any]] = None, present: bool = False) -> Dict[str, Any]:
-    """The ``nvidia_smi`` fact when nvidia-smi is missing (or failed: pass its error)."""
+def absent_facts(
+    error: Optional[Dict[str, Any]] = None,
+    present: bool = False,
+    kernel_log: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The ``nvidia_smi`` fact when nvidia-smi is missing (or failed: pass its error).
+
+    A failed nvidia-smi still reports the kernel log's Xid events (``kernel_log``): a GPU
+    that fell off the bus (Xid 79) is often why it failed.
+    """
+    klog = kernel_log_facts(kernel_log, [])
     return {
         "present": present,
         "driver_version": None,
@@ -731,11 +1055,12 @@ def absent_facts(error: Optional[Dict[str, Any]] = None, present: bool = False) 
         "gpu_count": 0,
         "gpus": [],
         "topology": None,
-        "health": [],
-        "health_notes": [],
+        "health": health([], xid_groups=klog["xid_events"]),
+        "health_notes": health_notes([], klog["xid_events"], klog["xid_error"]),
         "reboot_required": bool(error and error.get("reboot_required")),
         "reboot_reason": error.get("reboot_reason") if error else None,
         "error": error,
         "query_error": None,
         "topology_error": None,
+        **klog,
     }

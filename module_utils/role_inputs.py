@@ -243,6 +243,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         # Only read (the SecureBoot variable); tests point it at a stand-in.
         "nvidia_driver_efivars_path": AbsPath(example="/sys/firmware/efi/efivars"),
         "nvidia_driver_persistenced": Spec(),
+        "nvidia_driver_fabric_manager": Spec(),
+        "nvidia_driver_fabric_wait_timeout": Int(0, 3600, "seconds"),
         "nvidia_driver_reboot_policy": Spec(),
         "nvidia_driver_state_dir": STATE_DIR,
         "nvidia_driver_verify_action": Spec(),

@@ -1942,6 +1942,508 @@ CATALOGUE = json.loads(
   ],
   "source": "PyPI JSON API (pypi.org/pypi/<project>/json), Requires-Python of each release's wheels, read 2026-12-01"
  },
+ "nvswitch_devices": {
+  "pci_vendor": "10de",
+  "pci_class": "0680",
+  "scope": {
+   "covers": "single-node HGX and DGX baseboards (the Fabric Manager guide's scope)",
+   "not_covered": "GB200/GB300 NVL racks (NVLink switch trays, multi-node NVLink)",
+   "not_covered_tokens": [
+    "GB200",
+    "GB300"
+   ],
+   "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'"
+  },
+  "generations": [
+   {
+    "generation": 1,
+    "systems": [
+     "DGX-2",
+     "HGX-2"
+    ],
+    "gpus": [
+     "V100"
+    ],
+    "per_baseboard": 6,
+    "pci_device_ids": [
+     "1ac2"
+    ],
+    "on_host_pci": true,
+    "pci_ids_name": null,
+    "nvlink5": false,
+    "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only (the guide's HGX-2 listing; pci.ids has no name for 1ac2)"
+   },
+   {
+    "generation": 2,
+    "systems": [
+     "DGX A100",
+     "HGX A100",
+     "HGX A800"
+    ],
+    "gpus": [
+     "A100",
+     "A800"
+    ],
+    "per_baseboard": 6,
+    "pci_device_ids": [
+     "1af1"
+    ],
+    "on_host_pci": true,
+    "pci_ids_name": "GA100 [A100 NVSwitch]",
+    "nvlink5": false,
+    "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only; aws/aws-parallelcluster-cookbook PR 2987 and PR 3018 (fabric manager when lspci shows 10de:1af1 on P4/A100 or 10de:22a3 on P5/H100; 10de:2901, the B200 GPU's id, was added for P6 and then removed)"
+   },
+   {
+    "generation": 3,
+    "systems": [
+     "DGX H100",
+     "HGX H100",
+     "HGX H800",
+     "DGX H200",
+     "HGX H200",
+     "HGX H20"
+    ],
+    "gpus": [
+     "H100",
+     "H800",
+     "H200",
+     "H20"
+    ],
+    "per_baseboard": 4,
+    "pci_device_ids": [
+     "22a3"
+    ],
+    "on_host_pci": true,
+    "pci_ids_name": "GH100 [H100 NVSwitch]",
+    "nvlink5": false,
+    "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only; bigstack-oss/cubecos issue 259 (2025-08-01): an HGX H200's lspci, eight 10de:2335 'GH100 [H200 SXM 141GB]' GPUs and 10de:22a3 'GH100 [H100 NVSwitch]' Bridge [0680] functions bound to nvidia-nvswitch; aws/aws-parallelcluster-cookbook PR 2987 and PR 3018 (fabric manager when lspci shows 10de:1af1 on P4/A100 or 10de:22a3 on P5/H100; 10de:2901, the B200 GPU's id, was added for P6 and then removed) (22a3 on an HGX H200 from the cubecos listing; on H800 and H20 boards no listing was read)"
+   },
+   {
+    "generation": 4,
+    "systems": [
+     "DGX B200",
+     "DGX B300",
+     "HGX B200",
+     "HGX B300",
+     "HGX B100"
+    ],
+    "gpus": [
+     "B200",
+     "B300",
+     "B100"
+    ],
+    "per_baseboard": 2,
+    "pci_device_ids": [],
+    "on_host_pci": false,
+    "pci_ids_name": null,
+    "nvlink5": true,
+    "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only; aws/aws-parallelcluster-cookbook PR 2987 and PR 3018 (fabric manager when lspci shows 10de:1af1 on P4/A100 or 10de:22a3 on P5/H100; 10de:2901, the B200 GPU's id, was added for P6 and then removed) (no NVSwitch id on the host: pci.ids names none, and 10de:2901 is the B200 GPU itself)"
+   }
+  ],
+  "nvlink5_bridge": {
+   "pci_vendor": "15b3",
+   "pci_device_ids": [
+    "1021"
+   ],
+   "vpd_keyword": "SMDL",
+   "vpd_value": "SW_MNG",
+   "functions_per_baseboard": 4,
+   "limited_functions_per_baseboard": 2,
+   "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/install.sh and precompiled/ (nvidia-fabricmanager-<branch> and libnvidia-nscq-<branch> below 580, unsuffixed from 580; nvlsm and infiniband-diags from 570; waits for mlx5_core and ib_umad on NVLink5); NVIDIA/cloud-native-stack @76b29b9e playbooks/nvidia-driver.yaml; pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only"
+  },
+  "fabric_manager": {
+   "unit": "nvidia-fabricmanager.service",
+   "binary": "nv-fabricmanager",
+   "version_flag": "--version",
+   "version_must_equal_driver": true,
+   "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/install.sh and precompiled/ (nvidia-fabricmanager-<branch> and libnvidia-nscq-<branch> below 580, unsuffixed from 580; nvlsm and infiniband-diags from 570; waits for mlx5_core and ib_umad on NVLink5); NVIDIA/cloud-native-stack @76b29b9e playbooks/nvidia-driver.yaml; nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output"
+  },
+  "fabric_states": [
+   {
+    "key": "not_supported",
+    "nvml": 0,
+    "nvidia_smi": [
+     "N/A",
+     "Not Supported"
+    ],
+    "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY; nvidia-smi -q Fabric blocks as printed: Azure/azhpc-images PR 506 ('State : Completed', 'Status : Insufficient Resources', CliqueId 0, zero ClusterUUID on a failed node); kubernetes-sigs/dra-driver-nvidia-gpu issue 626 ('Health / Summary : Unhealthy' with State Completed, Status Success); leptonai/gpud PR 1140 (NVML reports the fabric state 'Not Supported' for an H100/H200/GB200 set up with one GPU); the H200 capture (one GPU: every Fabric field 'N/A')"
+   },
+   {
+    "key": "not_started",
+    "nvml": 1,
+    "nvidia_smi": [
+     "Not Started"
+    ],
+    "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY (nvidia-smi's spelling was seen in no capture: assumed from NVML's name)"
+   },
+   {
+    "key": "in_progress",
+    "nvml": 2,
+    "nvidia_smi": [
+     "In Progress"
+    ],
+    "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY; NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'"
+   },
+   {
+    "key": "completed",
+    "nvml": 3,
+    "nvidia_smi": [
+     "Completed"
+    ],
+    "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY; NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'"
+   }
+  ],
+  "fabric_status": {
+   "ok": [
+    "Success"
+   ],
+   "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY; NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'; nvidia-smi -q Fabric blocks as printed: Azure/azhpc-images PR 506 ('State : Completed', 'Status : Insufficient Resources', CliqueId 0, zero ClusterUUID on a failed node); kubernetes-sigs/dra-driver-nvidia-gpu issue 626 ('Health / Summary : Unhealthy' with State Completed, Status Success); leptonai/gpud PR 1140 (NVML reports the fabric state 'Not Supported' for an H100/H200/GB200 set up with one GPU); the H200 capture (one GPU: every Fabric field 'N/A')"
+  },
+  "fabric_health_summary": {
+   "problems": [
+    "Unhealthy",
+    "Limited Capacity"
+   ],
+   "source": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY; nvidia-smi -q Fabric blocks as printed: Azure/azhpc-images PR 506 ('State : Completed', 'Status : Insufficient Resources', CliqueId 0, zero ClusterUUID on a failed node); kubernetes-sigs/dra-driver-nvidia-gpu issue 626 ('Health / Summary : Unhealthy' with State Completed, Status Success); leptonai/gpud PR 1140 (NVML reports the fabric state 'Not Supported' for an H100/H200/GB200 set up with one GPU); the H200 capture (one GPU: every Fabric field 'N/A')"
+  },
+  "mig": {
+   "disables_nvlink": true,
+   "source": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'"
+  },
+  "nvlink_status_text": {
+   "inactive_link": "<inactive>",
+   "all_links_inactive": "all links are inActive",
+   "source": "nvidia-smi nvlink --status / -s as printed: bottlerocket-os/bottlerocket PR 4418 ('GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)' then 'Link 0: 26.562 GB/s' .. 'Link 17'); Azure/azhpc-diagnostics issue 73 ('Link 3: <inactive>' on a Tesla V100-SXM2-32GB); leptonai/gpud @4a8de33a components/accelerator/nvidia/nvlink/ evaluate_threshold.go and Azure/azurehpc-health-checks PR 132 ('Unable to retrieve NVLink information as all links are inActive'); canonical/checkbox PR 431 and the project's H200 (no output, exit status 0, on a host without NVLink: tests/fixtures/captures/h200-fabric, 2026-12-01)"
+  }
+ },
+ "xid_events": [
+  {
+   "xid": 8,
+   "mnemonic": "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT",
+   "description": "GPU stopped processing",
+   "resolution": "RESTART_APP",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "the application's channel timed out; restart the job, and contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 13,
+   "mnemonic": "ROBUST_CHANNEL_GR_EXCEPTION",
+   "description": "Graphics Engine Exception",
+   "resolution": "RESTART_APP",
+   "investigatory": "WORKFLOW_XID_13",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "an application error (an illegal instruction or out-of-range access in a CUDA kernel); restart the job and fix the code; nothing to do on the host unless a hardware Xid came with it",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 31,
+   "mnemonic": "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",
+   "description": "GPU memory page fault",
+   "resolution": "RESTART_APP",
+   "investigatory": "WORKFLOW_XID_31",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "an application error (a GPU memory page fault: an invalid address in the job); restart the job and fix the code; nothing to do on the host",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 32,
+   "mnemonic": "ROBUST_CHANNEL_PBDMA_ERROR",
+   "description": "Invalid or corrupted push buffer stream",
+   "resolution": "RESTART_APP",
+   "investigatory": "CHECK_APP/CUDA",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "the application sent the GPU a corrupt command stream; restart the job and check the application and CUDA",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 43,
+   "mnemonic": "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR",
+   "description": "GPU stopped processing",
+   "resolution": "IGNORE",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "the driver reset an application's channel after the application faulted; the GPU keeps working, nothing to do on the host",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 45,
+   "mnemonic": "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
+   "description": "Preemptive cleanup, due to previous errors",
+   "resolution": "WORKFLOW_XID_45",
+   "investigatory": "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)",
+   "severity": "informational",
+   "action": "none",
+   "remediation": "the driver stopped an application because of an earlier error; act on the Xid that came before it (on an NVSwitch host, a 45 with no other Xid: restart the fabric manager)",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 46,
+   "mnemonic": "ROBUST_CHANNEL_GPU_TIMEOUT_ERROR",
+   "description": "GPU stopped processing",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "drain the GPU's jobs and reset it (nvidia-smi -r -i N) or reboot; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 48,
+   "mnemonic": "ROBUST_CHANNEL_GPU_ECC_DBE",
+   "description": "Double Bit ECC Error",
+   "resolution": "WORKFLOW_XID_48",
+   "investigatory": "WORKFLOW_XID_48",
+   "severity": "failing",
+   "action": "drain",
+   "remediation": "an uncorrectable (double-bit) memory error: drain the GPU's jobs, then reset it (or reboot) so the row remap or page retirement takes effect; if nvidia-smi then shows a remap failure or the retired-page limit, the GPU qualifies for replacement",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29; NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160); NVIDIA 'Dynamic Page Retirement' (docs.nvidia.com/deploy/dynamic-page-retirement/index.html, vR525): a page is retired after one double-bit error or two single-bit errors at one address, the retirement is stored in the InfoROM and applied at the next driver load (pending blacklist); Xid 48 (a DBE), 63 (a page retired), 64 (a retirement failed) (Kindling did not read the WORKFLOW_XID_48 steps; it drains and resets, the stricter reading)"
+  },
+  {
+   "xid": 61,
+   "mnemonic": "PMU_BREAKPOINT",
+   "description": "Unused",
+   "resolution": "CONTACT_SUPPORT",
+   "investigatory": "",
+   "severity": "failing",
+   "action": "contact-support",
+   "remediation": "NVIDIA lists this code as unused on Ampere and later GPUs; drain the GPU and report it to the provider with an nvidia-bug-report",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 62,
+   "mnemonic": "PMU_HALT_ERROR",
+   "description": "Internal micro-controller halt",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "drain the GPU's jobs and reset it (nvidia-smi -r -i N) or reboot; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 63,
+   "mnemonic": "INFOROM_DRAM_RETIREMENT_EVENT",
+   "description": "GPU memory remapping event",
+   "resolution": "IGNORE",
+   "investigatory": "IGNORE",
+   "severity": "informational",
+   "action": "none",
+   "remediation": "a memory row was marked for remapping (on Volta and older: a page was retired); it takes effect at the next GPU reset, which the row-remap-pending or retired-pages-pending finding asks for",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29; NVIDIA 'Dynamic Page Retirement' (docs.nvidia.com/deploy/dynamic-page-retirement/index.html, vR525): a page is retired after one double-bit error or two single-bit errors at one address, the retirement is stored in the InfoROM and applied at the next driver load (pending blacklist); Xid 48 (a DBE), 63 (a page retired), 64 (a retirement failed)"
+  },
+  {
+   "xid": 64,
+   "mnemonic": "INFOROM_DRAM_RETIREMENT_FAILURE",
+   "description": "GPU memory remapping failure",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "recording a row remap (or a page retirement) failed: drain the GPU and reset it; if nvidia-smi shows a remap failure afterwards the GPU qualifies for replacement",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29; NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+  },
+  {
+   "xid": 68,
+   "mnemonic": "ROBUST_CHANNEL_NVDEC0_ERROR",
+   "description": "NVDEC0 Exception",
+   "resolution": "RESTART_APP",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "the video decoder faulted for one application; restart it, and contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 69,
+   "mnemonic": "ROBUST_CHANNEL_GR_CLASS_ERROR",
+   "description": "Graphics Engine class error",
+   "resolution": "RESTART_APP",
+   "investigatory": "CHECK_APP/CUDA",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "an application error; restart the job and check the application and CUDA; nothing to do on the host",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 74,
+   "mnemonic": "NVLINK_ERROR",
+   "description": "NVLINK Error",
+   "resolution": "WORKFLOW_NVLINK_ERR",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "drain",
+   "remediation": "an NVLink error: drain the GPU, check its links (nvidia-smi nvlink -s and -e) and reset it or reboot; contact the provider if it recurs (a link may need reseating)",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29 (the NVLink workflow decodes the error registers; Kindling does not, and drains: the stricter reading)"
+  },
+  {
+   "xid": 79,
+   "mnemonic": "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
+   "description": "GPU has fallen off the bus",
+   "resolution": "RESTART_BM",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reboot",
+   "remediation": "the GPU no longer answers on PCIe: reboot the host (a GPU reset cannot reach it); if it happens again, have the provider check power, cooling and the GPU's seating, or replace it",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 92,
+   "mnemonic": "EXCESSIVE_SBE_INTERRUPTS",
+   "description": "High single-bit ECC error rate",
+   "resolution": "IGNORE",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "informational",
+   "action": "none",
+   "remediation": "single-bit errors were corrected; watch the GPU, and contact the provider if the rate stays high",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 94,
+   "mnemonic": "ROBUST_CHANNEL_CONTAINED_ERROR",
+   "description": "Contained memory error",
+   "resolution": "RESTART_APP",
+   "investigatory": "IGNORE (sympathetic)",
+   "severity": "informational",
+   "action": "application",
+   "remediation": "an uncorrectable memory error was contained: only the application using that memory was stopped; restart it; the GPU keeps serving others (reset it at the next opportunity if a row remap is pending)",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29; NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+  },
+  {
+   "xid": 95,
+   "mnemonic": "ROBUST_CHANNEL_UNCONTAINED_ERROR",
+   "description": "Uncontained memory error",
+   "resolution": "RESET_GPU",
+   "investigatory": "IGNORE (sympathetic)",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "an uncorrectable memory error could not be contained: every application on the GPU is affected; drain it and reset it (nvidia-smi -r -i N) or reboot",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29; NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+  },
+  {
+   "xid": 109,
+   "mnemonic": "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR",
+   "description": "Context Switch Timeout Error",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "drain the GPU's jobs and reset it (nvidia-smi -r -i N) or reboot; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 119,
+   "mnemonic": "GSP_RPC_TIMEOUT",
+   "description": "GSP RPC Timeout",
+   "resolution": "RESET_GPU",
+   "investigatory": "INVESTIGATE_SW",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "the GPU's system processor (GSP) stopped answering the driver: drain the GPU and reset it or reboot; if it recurs, try another driver release",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 120,
+   "mnemonic": "GSP_ERROR",
+   "description": "GSP Error",
+   "resolution": "RESET_GPU",
+   "investigatory": "INVESTIGATE_SW",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "drain the GPU and reset it or reboot; if it recurs, try another driver release",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 121,
+   "mnemonic": "C2C_ERROR",
+   "description": "C2C Error",
+   "resolution": "IGNORE",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "informational",
+   "action": "none",
+   "remediation": "a chip-to-chip link (Grace Hopper/Blackwell) error the hardware recovered from; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 140,
+   "mnemonic": "UNRECOVERABLE_ECC_ERROR_ESCAPE",
+   "description": "ECC Unrecovered Error",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "an ECC error was not recovered: drain the GPU and reset it; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 143,
+   "mnemonic": "GPU_INIT_ERROR",
+   "description": "GPU Initialization Error",
+   "resolution": "RESET_GPU",
+   "investigatory": "CONTACT_SUPPORT",
+   "severity": "failing",
+   "action": "reset-gpu",
+   "remediation": "the GPU failed to initialise: reset it or reboot; contact the provider if it recurs",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  },
+  {
+   "xid": 154,
+   "mnemonic": "GPU_RECOVERY_ACTION_CHANGED",
+   "description": "GPU Recovery Action Changed",
+   "resolution": "XID_154",
+   "investigatory": "N/A Informational only regarding another Xid",
+   "severity": "informational",
+   "action": "none",
+   "remediation": "the driver changed the GPU's recovery action because of another Xid; act on that Xid (nvidia-smi -q shows the recovery action under GPU Reset Status)",
+   "source": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29"
+  }
+ ],
+ "memory_error_limits": {
+  "retired_pages": {
+   "failing_at": 63,
+   "max_retirements": 64,
+   "dbe_soft_limit": 15,
+   "source": "NVIDIA/DCGM common/DcgmGPUHardwareLimits.h @28bfbd4c (DCGM_LIMIT_MAX_RETIRED_PAGES 63, 'updated to match the field diag', formerly 60; DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT 15) and modules/health/DcgmHealthWatch.cpp @ffde4e54 (MonitorMemSbeDbeRetiredPages: SBE plus DBE retired pages at or above the limit fail; more than 15 DBE retired pages with more than one more in a week fail; MonitorMemRowRemapFailures: a row-remap failure fails); NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160) (DCGM's limit, set to match NVIDIA's field diagnostic; the legacy page-retirement table allows 64 retirements in all. DCGM's soft limit also needs the weekly rate, which one reading cannot see, so above 15 DBE pages is said in the note)"
+  },
+  "remapped_rows_uncorrectable": {
+   "failing_at": 512,
+   "source": "NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+  },
+  "uncorrectable_rows_per_bank": 8,
+  "row_remapper_histogram": {
+   "none": {
+    "meaning": "banks with no reserved rows left: the next uncorrectable error there cannot be remapped and sets the remap failure flag",
+    "source": "NVML API Reference, nvmlRowRemapperHistogramValues_t (docs.nvidia.com/deploy/nvml-api/, vR590): 'max' counts the banks with all reserved rows available, 'none' the banks with no reserved rows available; high, partial and low are listed without a definition; NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+   },
+   "low": {
+    "meaning": null,
+    "source": "[no source found] what NVIDIA's 'low' bucket of the row remapper histogram means, and a limit for it"
+   }
+  },
+  "ecc_uncorrected_aggregate": {
+   "failing_at": null,
+   "source": "[no source found] an NVIDIA limit on the lifetime count of uncorrectable ECC errors (its RMA criteria are stated for row remapping, page retirement and the SRAM threshold flag instead)"
+  },
+  "sram_threshold_exceeded": {
+   "failing_when": true,
+   "source": "NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)"
+  }
+ },
+ "cuda_init_errors": [
+  {
+   "name": "CUDA_ERROR_SYSTEM_NOT_READY",
+   "code": 802,
+   "meaning": "the GPUs' NVSwitch fabric is not configured yet",
+   "fix": "start NVIDIA's fabric manager at exactly the driver's version (systemctl enable --now nvidia-fabricmanager.service; nvidia_driver_fabric_manager: auto installs it)",
+   "source": "aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop issue #33 (2025-07-17): without nvidia-fabricmanager, CUDA initialisation fails with error 802 on A100, H100, H200 and B200 instances; jax-ml/jax pull request #34113 (2025-12-27): cuInit(0) fails with CUDA_ERROR_SYSTEM_NOT_READY on A100/H100 hosts whose NVIDIA Fabric Manager service is not active"
+  }
+ ],
  "sources": {
   "ctk_table3": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)",
   "ctk_table2": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)",
@@ -1992,7 +2494,22 @@ CATALOGUE = json.loads(
   "canonical_server_drivers": "canonical/nvidia-graphics-drivers (the Ubuntu archive's driver packages) branch 580-server @3b788073: nvidia-driver-<branch>-server and -server-open in restricted",
   "pypi_simple_113": "PyPI simple index (pypi.org/simple/torch/ and /torchvision/, read by tests/registry on 2026-12-01): torch-1.13.0 and 1.13.1 have cp311 manylinux1_x86_64 wheels (Requires-Python >=3.7.0); torchvision 0.14.0 and 0.14.1 have no cp311 wheel",
   "pypi_json": "PyPI JSON API (pypi.org/pypi/<project>/json), Requires-Python of each release's wheels, read 2026-12-01",
-  "conda": "pytorch/pytorch#138506 ('Deprecating PyTorch's official Anaconda channel')"
+  "nv_xid_catalog": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29",
+  "nv_mem_error_mgmt": "NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)",
+  "nv_dpr": "NVIDIA 'Dynamic Page Retirement' (docs.nvidia.com/deploy/dynamic-page-retirement/index.html, vR525): a page is retired after one double-bit error or two single-bit errors at one address, the retirement is stored in the InfoROM and applied at the next driver load (pending blacklist); Xid 48 (a DBE), 63 (a page retired), 64 (a retirement failed)",
+  "dcgm_limits": "NVIDIA/DCGM common/DcgmGPUHardwareLimits.h @28bfbd4c (DCGM_LIMIT_MAX_RETIRED_PAGES 63, 'updated to match the field diag', formerly 60; DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT 15) and modules/health/DcgmHealthWatch.cpp @ffde4e54 (MonitorMemSbeDbeRetiredPages: SBE plus DBE retired pages at or above the limit fail; more than 15 DBE retired pages with more than one more in a week fail; MonitorMemRowRemapFailures: a row-remap failure fails)",
+  "nvml_histogram": "NVML API Reference, nvmlRowRemapperHistogramValues_t (docs.nvidia.com/deploy/nvml-api/, vR590): 'max' counts the banks with all reserved rows available, 'none' the banks with no reserved rows available; high, partial and low are listed without a definition",
+  "conda": "pytorch/pytorch#138506 ('Deprecating PyTorch's official Anaconda channel')",
+  "aws_dlami_802": "aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop issue #33 (2025-07-17): without nvidia-fabricmanager, CUDA initialisation fails with error 802 on A100, H100, H200 and B200 instances",
+  "jax_system_not_ready": "jax-ml/jax pull request #34113 (2025-12-27): cuInit(0) fails with CUDA_ERROR_SYSTEM_NOT_READY on A100/H100 hosts whose NVIDIA Fabric Manager service is not active",
+  "nv_fm_guide": "NVIDIA Fabric Manager User Guide, release 2.3 (docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, source copy docs.nvidia.com/hgx-platforms/fabric-manager-user-guide/index.html, read through a stored copy): scope 'single-node HGX and DGX systems'; NVSwitch generations 1-4 per baseboard (HGX-2 six, HGX A100 six, HGX H100 four, HGX B200/B300 two) and the systems of each (H800/H200/H20 third, B200/B300/B100 fourth generation); 'GPU Baseboard Topologies' lspci listings (Bridge 'Device 1ac2', 'Device 1af1', 'Device 22a3', IDs 'only provided as a sample'); HGX B300/B200/B100: 'NVSwitches are not recognized as PCIe devices on the host system', reached through a CX7 bridge of two ports, each with a full and a limited PF, the limited PF's VPD carrying SMDL=SW_MNG, and the fourth generation needs NVLSM ('based on NVIDIA NVLink5 protocol'); service nvidia-fabricmanager (systemctl, journalctl -u), binary nv-fabricmanager (-v/--version); the service 'checks the currently loaded kernel driver stack version for compatibility' and aborts when it is not; H100 and later GPUs register with the fabric, shown by nvidia-smi -q as 'Fabric / State : In Progress / Status : N/A' and 'State : Completed / Status : Success'; with MIG enabled 'the GPU NVLinks will be disabled'",
+  "pci_ids": "pciutils/pciids pci.ids @c1c12547 (Version 2026.08.22): 10de 1af1 'GA100 [A100 NVSwitch]', 22a3 'GH100 [H100 NVSwitch]', 2901 'GB100 [B200]' (a GPU), no Blackwell NVSwitch; 15b3 'Mellanox Technologies' 1021 'MT2910 Family [ConnectX-7]'. Debian bookworm's pci.ids 0.0~2023.04.11-1 names 1af1 only",
+  "hgx_h200_lspci": "bigstack-oss/cubecos issue 259 (2025-08-01): an HGX H200's lspci, eight 10de:2335 'GH100 [H200 SXM 141GB]' GPUs and 10de:22a3 'GH100 [H100 NVSwitch]' Bridge [0680] functions bound to nvidia-nvswitch",
+  "aws_pcluster_nvswitch": "aws/aws-parallelcluster-cookbook PR 2987 and PR 3018 (fabric manager when lspci shows 10de:1af1 on P4/A100 or 10de:22a3 on P5/H100; 10de:2901, the B200 GPU's id, was added for P6 and then removed)",
+  "nvml_fabric": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY",
+  "smi_fabric_text": "nvidia-smi -q Fabric blocks as printed: Azure/azhpc-images PR 506 ('State : Completed', 'Status : Insufficient Resources', CliqueId 0, zero ClusterUUID on a failed node); kubernetes-sigs/dra-driver-nvidia-gpu issue 626 ('Health / Summary : Unhealthy' with State Completed, Status Success); leptonai/gpud PR 1140 (NVML reports the fabric state 'Not Supported' for an H100/H200/GB200 set up with one GPU); the H200 capture (one GPU: every Fabric field 'N/A')",
+  "smi_nvlink_status": "nvidia-smi nvlink --status / -s as printed: bottlerocket-os/bottlerocket PR 4418 ('GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)' then 'Link 0: 26.562 GB/s' .. 'Link 17'); Azure/azhpc-diagnostics issue 73 ('Link 3: <inactive>' on a Tesla V100-SXM2-32GB); leptonai/gpud @4a8de33a components/accelerator/nvidia/nvlink/ evaluate_threshold.go and Azure/azurehpc-health-checks PR 132 ('Unable to retrieve NVLink information as all links are inActive'); canonical/checkbox PR 431 and the project's H200 (no output, exit status 0, on a host without NVLink: tests/fixtures/captures/h200-fabric, 2026-12-01)",
+  "fm_version_text": "nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output"
  }
 }
 """

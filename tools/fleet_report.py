@@ -8,13 +8,31 @@
 It collects each host's nvidia-smi facts, torch.cuda facts and throughput judgement
 from the runner's job events, and writes reports/<timestamp>/ with:
 
-- results.json  every host: status, facts summary, per-mode img/s, reference, ratio;
-- summary.md    one table row per host and mode, failures and likely causes first;
+- results.json  every host: status, facts summary, per-mode img/s, reference, ratio,
+                and its GPU health codes (``health``, ``health_failing``);
+- summary.md    one table row per host and mode, failures and likely causes first, a
+                ``health`` column beside the verdict (failing codes in bold) and a
+                "GPU health findings" section: per host, each finding with its remedy;
 - index.html    a bar chart of img/s per host and mode against the reference, so one
-                look shows which host is slow and why (no JavaScript, no network).
+                look shows which host is slow and why (no JavaScript, no network); a
+                bar's label names the host's failing codes, its title every code.
+
+Health codes are the nvidia_smi facts' ``health`` (failing) and ``health_notes``
+(informational) findings, as ``module_utils/gpu_health.py``'s ``report_codes`` rows
+``{code, gpu, where, severity, message, remediation}``, failing first; every code is
+explained in docs/HEALTH_CODES.md. They come from the host's nvidia_smi_facts result
+(also a failed one: a lost GPU's Xid 79 is still reported), else from the gpu_throughput
+result's ``health_codes``.
+
+Host status: ``ok``, ``slow`` (a mode below tolerance), ``unhealthy`` (throughput
+passed, or could only be reported, but nvidia-smi reports a failing health code: the
+host trains at speed now, yet a GPU needs attention before it takes work), ``failed``
+(a task failed), ``unreachable`` and ``no-measurement``. A slow, failed or unmeasured
+host keeps its status; its failing codes show beside it in the attention list, the
+health column and the findings section.
 
 Exit status: 0 when every host passed or could only be reported, 1 when any host
-failed, was unreachable or was slow, 2 on bad arguments.
+failed, was unreachable, was slow or is unhealthy, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -28,7 +46,20 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
+import ansible.module_utils
+
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+
+from ansible.module_utils.gpu_health import (  # noqa: E402
+    FAILING,
+    code_list,
+    health_line,
+    report_codes,
+)
+
+HEALTH_DOC = "docs/HEALTH_CODES.md"
 FACT_TASKS = ("nvidia_smi_facts", "torch_cuda_facts")
 THROUGHPUT_TASK = "gpu_throughput"
 
@@ -70,6 +101,10 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             record["status"] = "failed"
             record["errors"].append(f"{data.get('task', action)}: {result.get('msg', '')}".strip())
+            # nvidia_smi_facts with require: true fails with its facts, health included.
+            facts = result.get("ansible_facts") or {}
+            if action == "nvidia_smi_facts" and isinstance(facts.get("nvidia_smi"), dict):
+                record["nvidia_smi"] = facts["nvidia_smi"]
         elif kind == "runner_on_ok":
             facts = result.get("ansible_facts") or {}
             if action == "nvidia_smi_facts" and "nvidia_smi" in facts:
@@ -88,6 +123,8 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
                         "gpu_key",
                         "gpu_name",
                         "tolerance",
+                        "health_codes",
+                        "health_line",
                     )
                 }
                 record["throughput"]["environment"] = (result.get("throughput") or {}).get(
@@ -100,12 +137,55 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         elif kind == "runner_on_skipped":
             continue
     for record in hosts.values():
+        record.update(host_health(record))
         verdict = (record["throughput"] or {}).get("verdict")
         if record["status"] == "ok" and verdict == "fail":
             record["status"] = "slow"
         elif record["status"] == "ok" and record["throughput"] is None:
             record["status"] = "no-measurement"
+        elif record["status"] == "ok" and record["health_failing"]:
+            record["status"] = "unhealthy"
     return hosts
+
+
+def host_health(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A host's health codes: ``health`` rows, ``health_failing`` codes, ``health_line``.
+
+    ``health`` is None when neither the nvidia_smi facts nor the throughput result carry
+    findings (nvidia-smi never ran, or the host was unreachable).
+    """
+    facts = record.get("nvidia_smi")
+    rows: Optional[List[Dict[str, Any]]] = None
+    if isinstance(facts, dict) and ("health" in facts or "health_notes" in facts):
+        rows = report_codes(facts.get("health"), facts.get("health_notes"))
+    elif isinstance((record.get("throughput") or {}).get("health_codes"), list):
+        rows = record["throughput"]["health_codes"]
+    failing: List[str] = []
+    for row in rows or []:
+        if row.get("severity") == FAILING and row["code"] not in failing:
+            failing.append(row["code"])
+    return {"health": rows, "health_failing": failing, "health_line": health_line(rows)}
+
+
+def health_cell(record: Dict[str, Any]) -> str:
+    """The summary's health column: codes, failing ones in bold, ``-`` without facts."""
+    rows = record.get("health")
+    if rows is None:
+        return "-"
+    if not rows:
+        return "ok"
+    failing = [r for r in rows if r.get("severity") == FAILING]
+    notes = [r for r in rows if r.get("severity") != FAILING]
+    cells = [f"**{code}**" for code in _codes(failing)] + _codes(notes)
+    return ", ".join(cells)
+
+
+def _codes(rows: List[Dict[str, Any]]) -> List[str]:
+    codes: List[str] = []
+    for row in rows:
+        if row["code"] not in codes:
+            codes.append(row["code"])
+    return codes
 
 
 def _rows(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -133,7 +213,10 @@ def _fmt(value: Optional[float], spec: str) -> str:
     return format(value, spec) if isinstance(value, (int, float)) else "-"
 
 
-def render_markdown(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
+def render_markdown(
+    hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any], health_doc: Optional[str] = None
+) -> str:
+    """summary.md; ``health_doc`` is the link to docs/HEALTH_CODES.md from the report."""
     lines = [f"# Kindling fleet report {meta['timestamp']}", ""]
     lines.append(f"Inventory `{meta['inventory']}`, playbook `{meta['playbook']}`.")
     lines.append("")
@@ -147,23 +230,79 @@ def render_markdown(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> s
         lines.append("## Hosts that need attention")
         lines.append("")
         for record in sorted(bad, key=lambda r: r["host"]):
-            tp = record["throughput"] or {}
-            why = record["errors"] or [tp.get("summary") or ""]
-            lines.append(f"- **{record['host']}** ({record['status']}): {'; '.join(why)}")
-            for cause in tp.get("diagnosis") or []:
+            lines.append(f"- **{record['host']}** ({record['status']}): {_why(record)}")
+            for cause in (record["throughput"] or {}).get("diagnosis") or []:
                 lines.append(f"  - {cause}")
         lines.append("")
     lines.append("## Throughput per host and mode")
     lines.append("")
-    lines.append("| host | GPU | mode | batch | img/s | reference | ratio | verdict | source |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append(
+        "| host | GPU | mode | batch | img/s | reference | ratio | verdict | health | source |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for row in _rows(hosts):
         lines.append(
             f"| {row['host']} | {row['gpu']} | {row['mode']} | {row['batch'] or ''} "
             f"| {_fmt(row['img_s'], '.0f')} | {_fmt(row['reference'], '.0f')} "
-            f"| {_fmt(row['ratio'], '.2f')} | {row['status']} | {row['source']} |"
+            f"| {_fmt(row['ratio'], '.2f')} | {row['status']} "
+            f"| {health_cell(hosts[row['host']])} | {row['source']} |"
         )
+    lines.append("")
+    lines.extend(_health_section(hosts, health_doc))
     return "\n".join(lines) + "\n"
+
+
+def _why(record: Dict[str, Any]) -> str:
+    """Why a host needs attention: its errors or throughput summary, and its failing codes."""
+    tp = record["throughput"] or {}
+    why = "; ".join(record["errors"] or [tp.get("summary") or ""])
+    failing = [r for r in record.get("health") or [] if r.get("severity") == FAILING]
+    if failing:
+        why += f"; failing health codes: {code_list(failing)}"
+    return why
+
+
+def _remedy(row: Dict[str, Any]) -> str:
+    """`` Remedy: ...`` from the registry, or nothing when the message already says it."""
+    remedy = (row.get("remediation") or "").strip()
+    if not remedy or remedy.rstrip(".").lower() in (row.get("message") or "").lower():
+        return ""
+    return f" Remedy: {remedy}"
+
+
+def _health_section(hosts: Dict[str, Dict[str, Any]], health_doc: Optional[str]) -> List[str]:
+    lines = ["## GPU health findings", ""]
+    where = f"[{HEALTH_DOC}]({health_doc})" if health_doc else f"`{HEALTH_DOC}`"
+    lines.append(
+        "The nvidia_smi facts' findings, failing first; every code is explained in "
+        f"{where} of the Kindling repository."
+    )
+    lines.append("")
+    clean, unknown = [], []
+    for name in sorted(hosts):
+        rows = hosts[name].get("health")
+        if rows is None:
+            unknown.append(name)
+            continue
+        if not rows:
+            clean.append(name)
+            continue
+        failing = sum(1 for r in rows if r.get("severity") == FAILING)
+        lines.append(
+            f"- **{name}** ({hosts[name]['status']}): {failing} failing, "
+            f"{len(rows) - failing} informational"
+        )
+        for row in rows:
+            mark = "**failing**" if row.get("severity") == FAILING else "note"
+            lines.append(
+                f"  - {mark} `{row['code']}` ({row.get('where') or '-'}): "
+                f"{row.get('message')}{_remedy(row)}"
+            )
+    if clean:
+        lines.append(f"- No findings: {', '.join(clean)}.")
+    if unknown:
+        lines.append(f"- No nvidia-smi findings reported: {', '.join(unknown)}.")
+    return lines
 
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "unknown": "#546e7a", "skipped": "#9e9e9e"}
@@ -182,14 +321,26 @@ def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
         y = 20 + i * (bar_h + gap)
         width = chart_w * row["img_s"] / peak
         colour = COLOURS.get(row["status"], "#546e7a")
+        record = hosts[row["host"]]
         label = html.escape(f"{row['host']} · {row['mode']}")
+        failing = record.get("health_failing") or []
+        mark = ""
+        if failing:  # the first two codes fit beside the label; the title has them all
+            shown = ", ".join(failing[:2]) + (f" +{len(failing) - 2}" if len(failing) > 2 else "")
+            mark = (
+                f'<tspan class="health-failing" fill="{COLOURS["fail"]}" font-weight="bold">'
+                f" ⚠ {html.escape(shown)}</tspan>"
+            )
         svg.append(
-            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" font-size="12">{label}</text>'
+            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
+            f"{label}{mark}</text>"
         )
+        title = f"{row['host']} · {row['mode']}: {row['img_s']:.0f} img/s ({row['status']}); "
+        title += record.get("health_line") or health_line(None)
         svg.append(
             f'<rect class="bar {html.escape(str(row["status"]))}" x="{label_w}" y="{y}" '
             f'width="{width:.1f}" height="{bar_h}" fill="{colour}">'
-            f"<title>{label}: {row['img_s']:.0f} img/s ({row['status']})</title></rect>"
+            f"<title>{html.escape(title)}</title></rect>"
         )
         text = f"{row['img_s']:.0f} img/s"
         if isinstance(row["reference"], (int, float)):
@@ -212,7 +363,14 @@ def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
             continue
         tp = record["throughput"] or {}
         causes = "".join(f"<li>{html.escape(c)}</li>" for c in tp.get("diagnosis") or [])
-        why = "; ".join(record["errors"] or [tp.get("summary") or ""])
+        causes += "".join(
+            f'<li class="health {html.escape(str(r.get("severity")))}"><code>'
+            f"{html.escape(r['code'])}</code> ({html.escape(r.get('where') or '-')}): "
+            f"{html.escape((r.get('message') or '') + _remedy(r))}</li>"
+            for r in record.get("health") or []
+            if r.get("severity") == FAILING
+        )
+        why = _why(record)
         attention.append(
             f'<li class="host {html.escape(record["status"])}"><b>'
             f"{html.escape(record['host'])}</b> ({html.escape(record['status'])}): "
@@ -222,7 +380,7 @@ def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
         f"<tr><td>{html.escape(r['host'])}</td><td>{html.escape(r['mode'])}</td>"
         f"<td>{_fmt(r['img_s'], '.0f')}</td><td>{_fmt(r['reference'], '.0f')}</td>"
         f"<td>{_fmt(r['ratio'], '.2f')}</td><td>{html.escape(str(r['status']))}</td>"
-        f"<td>{html.escape(r['source'])}</td></tr>"
+        f"<td>{_health_html(hosts[r['host']])}</td><td>{html.escape(r['source'])}</td></tr>"
         for r in _rows(hosts)
     )
     return f"""<!DOCTYPE html>
@@ -244,18 +402,33 @@ dashed line: reference img/s</p>
 {"".join(svg)}
 <h2>Table</h2>
 <table><tr><th>host</th><th>mode</th><th>img/s</th><th>reference</th><th>ratio</th>
-<th>verdict</th><th>source</th></tr>{table}</table>
+<th>verdict</th><th>health</th><th>source</th></tr>{table}</table>
+<p>Health codes: <code>{HEALTH_DOC}</code> in the Kindling repository.</p>
 </body></html>
 """
+
+
+def _health_html(record: Dict[str, Any]) -> str:
+    """The table's health cell: failing codes in bold, notes plain, ``-`` without facts."""
+    rows = record.get("health")
+    if rows is None:
+        return "-"
+    failing = [r for r in rows if r.get("severity") == FAILING]
+    notes = [r for r in rows if r.get("severity") != FAILING]
+    cells = [f"<b>{html.escape(c)}</b>" for c in _codes(failing)]
+    cells += [html.escape(c) for c in _codes(notes)]
+    return ", ".join(cells) or "ok"
 
 
 def write_reports(hosts: Dict[str, Dict[str, Any]], out_dir: Path, meta: Dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(
-        json.dumps({"meta": meta, "hosts": hosts}, indent=2, sort_keys=True) + "\n"
+        json.dumps({"meta": meta, "hosts": hosts}, indent=2, sort_keys=True) + "\n",
+        encoding="utf-8",
     )
-    (out_dir / "summary.md").write_text(render_markdown(hosts, meta))
-    (out_dir / "index.html").write_text(render_html(hosts, meta))
+    health_doc = os.path.relpath(ROOT / HEALTH_DOC, out_dir.resolve())
+    (out_dir / "summary.md").write_text(render_markdown(hosts, meta, health_doc), encoding="utf-8")
+    (out_dir / "index.html").write_text(render_html(hosts, meta), encoding="utf-8")
     return out_dir
 
 

@@ -19,8 +19,13 @@ writes into <out>/srv (the HTTP document root):
                                             stand-in torch 2.8.0+cpu (cp39) + real deps
     index.html, fixtures.json, checksums.json   what is served, and that it is a fixture
 
-The build is skipped when a stamp of its inputs (this script, standins/, the captures, the vendor
-catalogue modules, the torch wheel, the keys) matches; --force rebuilds. See docs/FIXTURES.md.
+The driver packages carry a stand-in nvidia-smi (real H200 captures; a constructed 8-GPU HGX set
+for NVSwitch tests), and beside each driver release are stand-ins for NVIDIA's fabric manager and
+NSCQ packages at its version (and nvlsm), so the roles' NVSwitch steps run too.
+
+The build is skipped when a stamp of its inputs (this script, standins/, the captures, the HGX
+case, the vendor catalogue modules, the torch wheel, the keys) matches; --force rebuilds. See
+docs/FIXTURES.md.
 
 Needs the project's virtualenv (for ansible.module_utils: the package names come from the vendor
 catalogue through module_utils/stack_plan.py) plus equivs, apt-utils, gnupg and dpkg-dev.
@@ -52,6 +57,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +162,25 @@ SMI_XML_COMMENT = (
     "<!-- Kindling test stand-in: real H200 capture with driver/GPU identity substituted -->"
 )
 
+# The NVSwitch host the stand-in nvidia-smi can also be: the constructed 8-GPU H100 NVLink case
+# (not a capture), packaged in the hgx/ subdirectory of the captures and chosen by writing
+# HGX_CASE to SMI_CASE_FILE. Its GPUs' fabric state is the stand-in fabric manager's
+# (FABRIC_STATE_FILE). Another part of the tests owns the case and may add a <fabric> element and
+# an nvlink-s.txt to it; the build reads whatever is there and makes what is missing.
+HGX_SOURCE = REPO_ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-8gpu"
+HGX_CASE = "hgx"
+HGX_GPUS = 8
+# Per-link speed nvidia-smi nvlink -s reports for H100/H200 NVLink 4 links (users' posts of
+# `nvidia-smi nvlink --status` on DGX/HGX H100 and H200 hosts).
+HGX_NVLINK_SPEED = "26.562 GB/s"
+HGX_XML_COMMENT = (
+    "<!-- Kindling test stand-in: CONSTRUCTED 8-GPU HGX document (not a capture) from "
+    "tests/fixtures/nvidia_smi/h100-8gpu with the package's driver/CUDA versions -->"
+)
+SMI_CASE_FILE = "/etc/kindling-fixture/nvidia-smi-case"
+FABRIC_STATE_FILE = "/run/nvidia-fabricmanager/fabric-state"
+FABRIC_MANAGER_FAIL_FILE = "/etc/kindling-fixture/fabric-manager-fail"
+
 # The fixture repositories and their driver releases: the one place that says which branches
 # and versions the stand-ins have. Package names and dependency shapes are not spelt here: they
 # come from the vendor catalogue (data/vendor_catalogue.yml) through module_utils/stack_plan.py,
@@ -201,6 +226,33 @@ DRIVER_VIRTUAL = "kindling-fixture-nvidia-driver"
 KERNEL_MODULE_VIRTUAL = "kindling-fixture-nvidia-kernel-module"
 # What the stand-in nvidia-persistenced writes and the stand-in nvidia-smi reads.
 PERSISTENCE_STATE_FILE = "/run/nvidia-persistenced/persistence-mode"
+
+# NVIDIA's fabric manager and NSCQ packages (names: the catalogue's fabric_manager_packages),
+# one pair per driver release, at the driver's upstream version. Their Debian revision is not
+# the driver's: NVIDIA builds them with REVISION 1 (NVIDIA/apt-packaging-fabric-manager and
+# apt-packaging-libnvidia-nscq debian/rules, changelog "#VERSION#-#REVISION#"), on Ubuntu too
+# (NVIDIA/gpu-driver-container @4fa1eba ubuntu22.04/Dockerfile installs
+# nvidia-fabricmanager-${DRIVER_BRANCH}=${DRIVER_VERSION}-1; a user's Ubuntu pin file has
+# nvidia-fabricmanager-560 at 560.35.03-1 beside drivers at 560.35.03-0ubuntu1). Ubuntu's
+# packages of the branches with a pinning package (590+) carry -1ubuntu1 (a user's listing of
+# NVIDIA's ubuntu2404 repository: libnvidia-nscq 595.71.05-1ubuntu1).
+FABRIC_MANAGER_REVISION = {"default": "1", "ubuntu-pinned": "1ubuntu1"}
+# From 570 NVIDIA's unit starts the daemon through nvidia-fabricmanager-start.sh (--mode
+# precheck as ExecStartPre, --mode start as ExecStart; spectrocloud/CanvOS PR 700 on 570+, a
+# 590.48.01 host's `systemctl status`); before, ExecStart runs nv-fabricmanager itself.
+FABRIC_MANAGER_START_SCRIPT_FROM = 570
+# NSCQ's library file and the SONAME link consumers open (libnvidia-nscq.so.2: DCGM's and the
+# NVIDIA attestation SDK's dlopen names, as third-party code and crash traces show).
+NSCQ_LIBRARY_DIR = "/usr/lib/x86_64-linux-gnu"
+NSCQ_LIBRARY = "libnvidia-nscq.so"
+NSCQ_SONAME = "2"
+# NVLink 5 packages: nvlsm is NVIDIA's, with a date-based version (users install
+# nvlsm_2025.10.11-1_amd64.deb from NVIDIA's ubuntu2204 repository); infiniband-diags, the other
+# package of the catalogue's nvlink5_packages row, is the distribution's own (Debian's and
+# Ubuntu's archives serve it, real), so the fixture does not stand in for it.
+NVLSM_VERSION = "2025.10.11-1"
+NVLSM_CONFIG = "/usr/share/nvidia/nvlsm/nvlsm.conf"  # gpu-driver-container's nvlsm_config_file
+DISTRIBUTION_NVLINK5_PACKAGES = {"infiniband-diags"}
 
 
 def repo_path(repo_id: str) -> str:
@@ -287,6 +339,7 @@ override_dh_update_autotools_config override_dh_autoreconf:
 """
 
 REQUIRED_TOOLS = {
+    "gcc": "gcc libc6-dev",
     "equivs-build": "equivs",
     "apt-ftparchive": "apt-utils",
     "gpg": "gnupg",
@@ -625,10 +678,430 @@ def capture_readme(driver_version: str, cuda_version: str) -> bytes:
         f"{cuda_version}, GPU -> {FIXTURE_GPU['name']} (compute capability "
         f"{FIXTURE_GPU['compute_cap']}, {FIXTURE_GPU['memory_total_mib']} MiB; architecture and "
         "PCI device id to match). Everything else (serials, UUIDs, clocks, power, BAR1 size, "
-        "topology, the XML DTD version) is the H200's, unchanged."
+        "topology, the XML DTD version) is the H200's, unchanged. The hgx/ subdirectory holds "
+        "a different, CONSTRUCTED set (an 8-GPU NVSwitch host, see hgx/README)."
     )
     heading = "Kindling test fixture: nvidia-smi captures for the stand-in /usr/bin/nvidia-smi."
     return (heading + "\n\n" + textwrap.fill(text, 78) + "\n").encode()
+
+
+# --------------------------------------------------------------------------------------------
+# the NVSwitch (HGX) capture set: a CONSTRUCTED 8-GPU document packaged beside the H200 captures
+
+
+def _strip_constructed_header(text: str) -> str:
+    """The constructed documents' leading '#' lines say what they are; the output has none
+    (the package's README says it instead, as tests/fixtures/bin/nvidia-smi strips them too)."""
+    lines = text.split("\n")
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _gpu_elements(xml: str) -> list[re.Match]:
+    return list(re.finditer(r"(?s)\t<gpu id=\"[^\"]*\">.*?\t</gpu>\n", xml))
+
+
+def _with_fabric_elements(xml: str) -> tuple[str, int]:
+    """Give every <gpu> a <fabric> element (state/status N/A: the stand-in nvidia-smi fills them
+    in from the fabric manager's state file), where the H200 capture has it: after
+    </clock_policy>. Returns the document and how many were inserted."""
+    fabric = "\t\t<fabric>\n\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>\n\t\t</fabric>\n"
+    pieces, last, inserted = [], 0, 0
+    for match in _gpu_elements(xml):
+        block = match.group(0)
+        if "<fabric>" not in block:
+            anchor = "\t\t</clock_policy>\n"
+            if anchor in block:
+                block = block.replace(anchor, anchor + fabric, 1)
+            else:
+                block = block.replace("\t</gpu>\n", fabric + "\t</gpu>\n")
+            inserted += 1
+        pieces += [xml[last : match.start()], block]
+        last = match.end()
+    return "".join(pieces) + xml[last:], inserted
+
+
+def _text(gpu: ET.Element, path: str, default: str = "N/A") -> str:
+    value = gpu.findtext(path)
+    return value.strip() if value is not None and value.strip() else default
+
+
+def _number(value: str) -> str:
+    """'30 C' -> '30', '16x' -> '16', '69.13 W' -> '69.13'."""
+    match = re.match(r"^(-?[\d.]+)", value)
+    return match.group(1) if match else value
+
+
+def _power_draw(gpu: ET.Element) -> str:
+    for path in (
+        "gpu_power_readings/instant_power_draw",
+        "gpu_power_readings/power_draw",
+        "gpu_power_readings/average_power_draw",
+        "power_readings/power_draw",
+    ):
+        value = _text(gpu, path)
+        if value != "N/A":
+            return value
+    return "N/A"
+
+
+def _power_limit(gpu: ET.Element) -> str:
+    for path in ("gpu_power_readings/current_power_limit", "power_readings/power_limit"):
+        value = _text(gpu, path)
+        if value != "N/A":
+            return value
+    return "N/A"
+
+
+def _volatile_uncorrected(gpu: ET.Element) -> str:
+    volatile = gpu.find("ecc_errors/volatile")
+    if volatile is None or _text(gpu, "ecc_mode/current_ecc") != "Enabled":
+        return "N/A"
+    values = [
+        child.text.strip()
+        for child in volatile
+        if "uncorrectable" in child.tag or child.tag == "double_bit"
+    ]
+    numbers = [int(v) for v in values if v.isdigit()]
+    return str(sum(numbers)) if numbers else "N/A"
+
+
+# NVML's clocks event reason bits (nvmlClocksEventReason*), as --query-gpu prints their sum.
+CLOCKS_EVENT_BITS = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clocks_setting": 0x100,
+}
+
+
+def _clocks_event_mask(gpu: ET.Element) -> str:
+    reasons = gpu.find("clocks_event_reasons")
+    if reasons is None:
+        reasons = gpu.find("clocks_throttle_reasons")
+    if reasons is None:
+        return "[N/A]"
+    mask = 0
+    for child in reasons:
+        name = re.sub(r"^clocks_(event|throttle)_reason_", "", child.tag)
+        if (child.text or "").strip() == "Active":
+            mask |= CLOCKS_EVENT_BITS.get(name, 0)
+    return f"0x{mask:016x}"
+
+
+def _csv_value(value: str) -> str:
+    return "[N/A]" if value == "N/A" else value
+
+
+def hgx_query_csv(root: ET.Element, compute_caps: dict[str, str], header: list[str]) -> str:
+    """`--query-gpu=<header> --format=csv` for every GPU of the document, from its XML.
+
+    `header` is the H200 capture's column list (so the same fields answer), plus fabric.state
+    and fabric.status (which the stand-in fills in from the fabric manager's state file)."""
+    driver = root.findtext("driver_version")
+    extract = {
+        "name": lambda g: _text(g, "product_name"),
+        "uuid": lambda g: _text(g, "uuid"),
+        "serial": lambda g: _text(g, "serial"),
+        "pci.bus_id": lambda g: _text(g, "pci/pci_bus_id"),
+        "driver_version": lambda g: driver,
+        "vbios_version": lambda g: _text(g, "vbios_version"),
+        "compute_cap": lambda g: compute_caps.get(_text(g, "pci/pci_bus_id"), "N/A"),
+        "memory.total [MiB]": lambda g: _text(g, "fb_memory_usage/total"),
+        "memory.used [MiB]": lambda g: _text(g, "fb_memory_usage/used"),
+        "memory.free [MiB]": lambda g: _text(g, "fb_memory_usage/free"),
+        "utilization.gpu [%]": lambda g: _text(g, "utilization/gpu_util"),
+        "temperature.gpu": lambda g: _number(_text(g, "temperature/gpu_temp")),
+        "power.draw [W]": _power_draw,
+        "power.limit [W]": _power_limit,
+        "clocks.current.sm [MHz]": lambda g: _text(g, "clocks/sm_clock"),
+        "clocks.max.sm [MHz]": lambda g: _text(g, "max_clocks/sm_clock"),
+        "clocks.current.memory [MHz]": lambda g: _text(g, "clocks/mem_clock"),
+        "pcie.link.gen.current": lambda g: _text(
+            g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"
+        ),
+        "pcie.link.gen.max": lambda g: _text(g, "pci/pci_gpu_link_info/pcie_gen/max_link_gen"),
+        "pcie.link.width.current": lambda g: _number(
+            _text(g, "pci/pci_gpu_link_info/link_widths/current_link_width")
+        ),
+        "pcie.link.width.max": lambda g: _number(
+            _text(g, "pci/pci_gpu_link_info/link_widths/max_link_width")
+        ),
+        "persistence_mode": lambda g: _text(g, "persistence_mode"),
+        "mig.mode.current": lambda g: _text(g, "mig_mode/current_mig"),
+        "ecc.mode.current": lambda g: _text(g, "ecc_mode/current_ecc"),
+        "ecc.errors.uncorrected.volatile.total": _volatile_uncorrected,
+        "retired_pages.pending": lambda g: _text(g, "retired_pages/pending_retirement"),
+        "clocks_event_reasons.active": _clocks_event_mask,
+        "fabric.state": lambda g: _text(g, "fabric/state"),
+        "fabric.status": lambda g: _text(g, "fabric/status"),
+    }
+    columns = [c for c in header if c != "index"]
+    missing = [c for c in columns if c not in extract]
+    if missing:
+        raise BuildError(f"HGX capture set: no XML source for the CSV columns {missing}")
+    lines = [", ".join(["index", *columns])]
+    for index, gpu in enumerate(root.findall("gpu")):
+        lines.append(", ".join([str(index), *(_csv_value(extract[c](gpu)) for c in columns)]))
+    return "\n".join(lines) + "\n"
+
+
+def _watts(value: str) -> str:
+    return "N/A" if value == "N/A" else f"{int(float(_number(value)))}W"
+
+
+def _mib(value: str) -> str:
+    return value.replace(" MiB", "MiB")
+
+
+def smi_table_rows(index: int, gpu: ET.Element) -> list[str]:
+    """One GPU's three lines of the plain `nvidia-smi` table, in the layout of the H200
+    capture's (580-era, 91 columns); the unit tests check them against that capture."""
+    name = _text(gpu, "product_name")
+    persistence = "On " if _text(gpu, "persistence_mode") == "Enabled" else "Off"
+    display = "On " if _text(gpu, "display_active") == "Enabled" else "Off"
+    temp = _text(gpu, "temperature/gpu_temp")
+    temp = "N/A" if temp == "N/A" else f"{_number(temp)}C"
+    util = _text(gpu, "utilization/gpu_util").replace(" %", "%")
+    mig = _text(gpu, "mig_mode/current_mig")
+    first = (
+        f"|{index:>4}  {name:<31}{persistence} "
+        f"|{_text(gpu, 'pci/pci_bus_id'):>19} {display} "
+        f"|{_volatile_uncorrected(gpu):>21} |"
+    )
+    second = (
+        f"| {_text(gpu, 'fan_speed'):<3}{temp:>6}{_text(gpu, 'performance_state'):>6}"
+        f"{_watts(_power_draw(gpu)):>16} / {_watts(_power_limit(gpu)):>5} "
+        f"|{_mib(_text(gpu, 'fb_memory_usage/used')):>11} / "
+        f"{_mib(_text(gpu, 'fb_memory_usage/total')):>9} "
+        f"|{util:>8}{_text(gpu, 'compute_mode'):>13} |"
+    )
+    third = f"|{'':41}|{'':24}|{mig:>21} |"
+    return [first, second, third]
+
+
+def hgx_smi_table(root: ET.Element, h200_table: str, driver: str, cuda: str) -> str:
+    """The plain table for every GPU of the document: the H200 capture's header and process
+    section (driver and CUDA versions substituted) around rows built from the XML."""
+    lines = h200_table.split("\n")
+    top = next(n for n, line in enumerate(lines) if line.startswith("|===="))
+    rule = lines[top + 4]
+    if not rule.startswith("+---") or not lines[top + 1].startswith("|"):
+        raise BuildError("the H200 smi.txt capture does not have one GPU block after |====")
+    rows = []
+    for index, gpu in enumerate(root.findall("gpu")):
+        rows += [*smi_table_rows(index, gpu), rule]
+    stamp = root.findtext("timestamp") or lines[0].strip()
+    head = [stamp.ljust(len(lines[0])), *lines[1 : top + 1]]
+    text = "\n".join(head + rows + lines[top + 5 :])
+    old = re.search(r"Driver Version: (\S+)\s+CUDA Version: (\S+)", text)
+    if not old:
+        raise BuildError("the H200 smi.txt capture has no Driver/CUDA Version header")
+    text = _fit(text, old.group(1), driver, "hgx smi.txt", "left")
+    return _fit(
+        text, f"CUDA Version: {old.group(2)}", f"CUDA Version: {cuda}", "hgx smi.txt", "left"
+    )
+
+
+def _q_line(indent: int, label: str, value: str | None = None) -> str:
+    prefix = " " * indent + label
+    return prefix if value is None else f"{prefix:<55}: {value}"
+
+
+def hgx_query_text(root: ET.Element) -> str:
+    """`nvidia-smi -q` for the document: CONSTRUCTED from its XML, with the labels and layout of
+    the H200 capture's text, and only the fields Kindling reads (identity, persistence, MIG,
+    PCI, memory, utilization, ECC, temperature, power, Fabric)."""
+    out = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        _q_line(0, "Timestamp", _text(root, "timestamp")),
+        _q_line(0, "Driver Version", _text(root, "driver_version")),
+        _q_line(0, "CUDA Version", _text(root, "cuda_version")),
+        "",
+        _q_line(0, "Attached GPUs", _text(root, "attached_gpus")),
+    ]
+    for gpu in root.findall("gpu"):
+
+        def t(path: str, gpu: ET.Element = gpu) -> str:
+            return _text(gpu, path)
+
+        out += [
+            f"GPU {gpu.get('id')}",
+            _q_line(4, "Product Name", t("product_name")),
+            _q_line(4, "Product Brand", t("product_brand")),
+            _q_line(4, "Product Architecture", t("product_architecture")),
+            _q_line(4, "Persistence Mode", t("persistence_mode")),
+            _q_line(4, "MIG Mode"),
+            _q_line(8, "Current", t("mig_mode/current_mig")),
+            _q_line(8, "Pending", t("mig_mode/pending_mig")),
+            _q_line(4, "Serial Number", t("serial")),
+            _q_line(4, "GPU UUID", t("uuid")),
+            _q_line(4, "Minor Number", t("minor_number")),
+            _q_line(4, "VBIOS Version", t("vbios_version")),
+            _q_line(4, "PCI"),
+            _q_line(8, "Device Id", f"0x{t('pci/pci_device_id')}"),
+            _q_line(8, "Bus Id", t("pci/pci_bus_id")),
+            _q_line(4, "Performance State", t("performance_state")),
+            _q_line(4, "FB Memory Usage"),
+            _q_line(8, "Total", t("fb_memory_usage/total")),
+            _q_line(8, "Reserved", t("fb_memory_usage/reserved")),
+            _q_line(8, "Used", t("fb_memory_usage/used")),
+            _q_line(8, "Free", t("fb_memory_usage/free")),
+            _q_line(4, "Compute Mode", t("compute_mode")),
+            _q_line(4, "Utilization"),
+            _q_line(8, "GPU", t("utilization/gpu_util")),
+            _q_line(8, "Memory", t("utilization/memory_util")),
+            _q_line(4, "ECC Mode"),
+            _q_line(8, "Current", t("ecc_mode/current_ecc")),
+            _q_line(8, "Pending", t("ecc_mode/pending_ecc")),
+            _q_line(4, "Temperature"),
+            _q_line(8, "GPU Current Temp", t("temperature/gpu_temp")),
+            _q_line(4, "GPU Power Readings"),
+            _q_line(8, "Instantaneous Power Draw", _power_draw(gpu)),
+            _q_line(8, "Current Power Limit", _power_limit(gpu)),
+            _q_line(4, "Fabric"),
+            _q_line(8, "State", t("fabric/state")),
+            _q_line(8, "Status", t("fabric/status")),
+            _q_line(4, "Processes", "None"),
+            "",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def hgx_nvlink_status(root: ET.Element, links: int, speed: str) -> str:
+    """`nvidia-smi nvlink -s` for every GPU: `links` links at `speed` (used when the constructed
+    case does not carry its own nvlink-s.txt)."""
+    out = []
+    for index, gpu in enumerate(root.findall("gpu")):
+        out.append(f"GPU {index}: {_text(gpu, 'product_name')} (UUID: {_text(gpu, 'uuid')})")
+        out += [f"\t Link {link}: {speed}" for link in range(links)]
+    return "\n".join(out) + "\n"
+
+
+def _nvlinks_per_gpu(topo: str) -> int:
+    """The NV# of the document's topology matrix (every GPU pair the same: an NVSwitch host)."""
+    found = set(re.findall(r"\bNV(\d+)\b", topo))
+    if len(found) != 1:
+        raise BuildError(f"HGX topo.txt: expected one NV# link count, found {sorted(found)}")
+    return int(found.pop())
+
+
+def hgx_captures(driver_version: str, cuda_version: str) -> dict[str, bytes]:
+    """The NVSwitch capture set for a driver package: the constructed 8-GPU H100 case
+    (HGX_SOURCE) with the package's driver and CUDA versions, and the files the stand-in
+    nvidia-smi needs that the case lacks built from its XML. Read at build time; copes with a
+    case that has no <fabric> elements or no nvlink-s.txt yet (both are then built here)."""
+    source = HGX_SOURCE
+    xml_path = source / "nvidia-smi-q.xml"
+    if not xml_path.is_file():
+        raise BuildError(f"the HGX capture set needs {xml_path}")
+    xml = xml_path.read_text(encoding="utf-8")
+    old_driver = re.search(r"<driver_version>([^<]+)</driver_version>", xml)
+    old_cuda = re.search(r"<cuda_version>([^<]+)</cuda_version>", xml)
+    if not (old_driver and old_cuda):
+        raise BuildError(f"{xml_path.name} of the HGX case has no driver or CUDA version")
+    where = "hgx nvidia-smi-q.xml"
+    xml = _replace(xml, old_driver.group(1), driver_version, where)
+    xml = _replace(
+        xml, f"<cuda_version>{old_cuda.group(1)}<", f"<cuda_version>{cuda_version}<", where
+    )
+    xml, _inserted = _with_fabric_elements(xml)
+    declaration, newline, rest = xml.partition("\n")
+    if not declaration.startswith("<?xml"):
+        raise BuildError("the HGX nvidia-smi-q.xml does not start with an XML declaration")
+    xml = declaration + newline + HGX_XML_COMMENT + "\n" + rest
+    root = ET.fromstring(xml.encode("utf-8"))
+    gpus = root.findall("gpu")
+    if len(gpus) != HGX_GPUS or len(_gpu_elements(xml)) != HGX_GPUS:
+        raise BuildError(f"the HGX case has {len(gpus)} GPUs, expected {HGX_GPUS}")
+
+    compute_caps = {}
+    query = source / "query.csv"
+    if query.is_file():
+        lines = [line for line in _strip_constructed_header(query.read_text()).splitlines() if line]
+        header = lines[0].split(", ")
+        if {"pci.bus_id", "compute_cap"} <= set(header):
+            for row in lines[1:]:
+                values = dict(zip(header, row.split(", ")))
+                compute_caps[values["pci.bus_id"]] = values["compute_cap"]
+    h200_header = (CAPTURES / "query-full.csv").read_text().splitlines()[0].split(", ")
+    csv_text = hgx_query_csv(root, compute_caps, [*h200_header, "fabric.state", "fabric.status"])
+
+    topo_path = source / "topo.txt"
+    if not topo_path.is_file():
+        raise BuildError(f"the HGX capture set needs {topo_path}")
+    topo = _strip_constructed_header(topo_path.read_text(encoding="utf-8"))
+    nvlink_path = source / "nvlink-s.txt"
+    if nvlink_path.is_file():
+        nvlink = _strip_constructed_header(nvlink_path.read_text(encoding="utf-8"))
+        nvlink = nvlink.replace(old_driver.group(1), driver_version)
+    else:
+        nvlink = hgx_nvlink_status(root, _nvlinks_per_gpu(topo), HGX_NVLINK_SPEED)
+    smi_l = "".join(
+        f"GPU {index}: {_text(gpu, 'product_name')} (UUID: {_text(gpu, 'uuid')})\n"
+        for index, gpu in enumerate(gpus)
+    )
+    result = {
+        "nvidia-smi-q.xml": xml,
+        "nvidia-smi-q.txt": hgx_query_text(root),
+        "query-full.csv": csv_text,
+        "smi.txt": hgx_smi_table(
+            root, (CAPTURES / "smi.txt").read_text(encoding="utf-8"), driver_version, cuda_version
+        ),
+        "smi-L.txt": smi_l,
+        "topo.txt": topo,
+        "nvlink-s.txt": nvlink,
+    }
+    return {name: text.encode("utf-8") for name, text in result.items()}
+
+
+def hgx_readme(driver_version: str, cuda_version: str) -> bytes:
+    """Which HGX files come from the constructed case and which the build made from it."""
+    source = (
+        HGX_SOURCE.relative_to(REPO_ROOT) if HGX_SOURCE.is_relative_to(REPO_ROOT) else HGX_SOURCE
+    )
+    xml = (HGX_SOURCE / "nvidia-smi-q.xml").read_text(encoding="utf-8")
+    had_fabric = _with_fabric_elements(xml)[1] == 0
+    had_nvlink = (HGX_SOURCE / "nvlink-s.txt").is_file()
+    paragraphs = [
+        "Kindling test fixture: the NVSwitch (HGX) capture set of the stand-in "
+        f"/usr/bin/nvidia-smi, printed when {SMI_CASE_FILE} says '{HGX_CASE}'. EVERYTHING "
+        "HERE IS CONSTRUCTED: none of it was captured on a real machine. It is the "
+        "constructed 8-GPU NVIDIA H100 80GB HBM3 "
+        f"NVLink case of the Kindling repository's {source}/ (a 550-era document built by hand "
+        "for Kindling's tests), packaged like the real H200 captures beside it.",
+        f"The build substituted: driver version -> {driver_version} (everywhere it occurs, the "
+        f"GSP firmware version included), CUDA version -> {cuda_version}. Unlike the H200 set, "
+        "the GPU identity is left as the case has it (H100, compute capability 9.0).",
+        "Taken from the case: nvidia-smi-q.xml (with an XML comment saying so"
+        + ("" if had_fabric else "; the build gave each GPU a <fabric> element")
+        + "), topo.txt"
+        + (", nvlink-s.txt" if had_nvlink else "")
+        + " (their '#' header lines removed), and compute_cap from query.csv. Built here from "
+        "nvidia-smi-q.xml: query-full.csv (the H200 capture's columns plus fabric.state and "
+        "fabric.status), nvidia-smi-q.txt (the H200 capture's labels and layout, a subset of "
+        "the fields), smi.txt (the H200 capture's table layout, one block per GPU), smi-L.txt"
+        + (
+            ""
+            if had_nvlink
+            else f", nvlink-s.txt (every link at {HGX_NVLINK_SPEED}, the NV# count of topo.txt)"
+        )
+        + ".",
+        "Fabric State/Status in the XML, the text and the CSV are placeholders: the stand-in "
+        f"nvidia-smi prints them from {FABRIC_STATE_FILE}, which the stand-in nv-fabricmanager "
+        "writes (Completed/Success while it runs; In Progress/N/A otherwise).",
+    ]
+    heading = "Kindling test fixture: CONSTRUCTED nvidia-smi documents (HGX, 8 GPUs)."
+    body = "\n\n".join(textwrap.fill(p, 78) for p in paragraphs)
+    return (heading + "\n\n" + body + "\n").encode()
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,11 +1243,34 @@ def driver_names(layout: str, branch: str) -> dict:
     return names
 
 
+# Where the stand-in CUDA driver library goes: the multiarch library directory, which the
+# dynamic loader searches by default, as the driver's libcuda.so.1 is found there.
+LIBCUDA_PATH = "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+
+
+def standin_libcuda(cuda: str) -> bytes:
+    """standins/libcuda_standin.c compiled for a driver of CUDA ``cuda`` ("13.0" -> 13000)."""
+    major, minor = (int(part) for part in cuda.split(".")[:2])
+    with tempfile.TemporaryDirectory(prefix="kindling-libcuda-") as work:
+        target = Path(work) / "libcuda.so.1"
+        run(
+            [
+                "gcc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
+                "-Wl,--build-id=none", "-Wl,-soname,libcuda.so.1",
+                f"-DKINDLING_CUDA_VERSION={major * 1000 + minor * 10}",
+                "-o", str(target), str(STANDINS / "libcuda_standin.c"),
+            ]
+        )  # fmt: skip
+        return target.read_bytes()
+
+
 def _driver_userspace_files(branch: str, spec: dict) -> list[tuple[str, bytes, int]]:
-    """The userspace stand-ins: nvidia-smi with its captures, nvidia-persistenced and its unit."""
+    """The userspace stand-ins: nvidia-smi with its captures, nvidia-persistenced and its unit,
+    and libcuda.so.1 for the cuInit probe (module_utils/cuda_init.py)."""
     captures = substituted_captures(spec["version"], spec["cuda"])
     files = [
         ("/usr/bin/nvidia-smi", (STANDINS / "nvidia_smi.py").read_bytes(), 0o755),
+        (LIBCUDA_PATH, standin_libcuda(spec["cuda"]), 0o644),
         (
             "/usr/bin/nvidia-persistenced",
             standin("nvidia-persistenced.sh", DRIVER_VERSION=spec["version"]),
@@ -796,6 +1292,12 @@ def _driver_userspace_files(branch: str, spec: dict) -> list[tuple[str, bytes, i
     files += [
         (f"/usr/share/kindling-fixture/nvidia-smi/{capture}", data, 0o644)
         for capture, data in captures.items()
+    ]
+    hgx = f"/usr/share/kindling-fixture/nvidia-smi/{HGX_CASE}"
+    files.append((f"{hgx}/README", hgx_readme(spec["version"], spec["cuda"]), 0o644))
+    files += [
+        (f"{hgx}/{capture}", data, 0o644)
+        for capture, data in hgx_captures(spec["version"], spec["cuda"]).items()
     ]
     return files
 
@@ -942,6 +1444,153 @@ def ubuntu_driver_packages(branch: str, spec: dict) -> list[Package]:
     return packages
 
 
+def fabric_manager_revision(layout: str, branch: str) -> str:
+    """The Debian revision of NVIDIA's fabric manager and NSCQ packages (see the constant)."""
+    if layout == "ubuntu" and driver_names(layout, branch)["pinning"]:
+        return FABRIC_MANAGER_REVISION["ubuntu-pinned"]
+    return FABRIC_MANAGER_REVISION["default"]
+
+
+def _glob_matches(glob: str, version: str) -> bool:
+    return re.fullmatch(re.escape(glob).replace(r"\*", ".*"), version) is not None
+
+
+def _unsuffixed(name: str, branch: str) -> str | None:
+    """nvidia-fabricmanager-550 -> nvidia-fabricmanager: the name NVIDIA's branch packages
+    provide and conflict with; None for a name without the branch."""
+    suffix = f"-{branch}"
+    return name[: -len(suffix)] if name.endswith(suffix) else None
+
+
+def fabric_manager_packages(layout: str, branch: str, spec: dict) -> list[Package]:
+    """NVIDIA's fabric manager and NSCQ packages for one driver release, at its version.
+
+    Names from the catalogue's fabric_manager_packages row for the branch (through
+    stack_plan.fabric_manager_packages), which lists the fabric manager first and NSCQ second.
+    Relationships as NVIDIA's Debian packaging templates have them
+    (NVIDIA/apt-packaging-fabric-manager, NVIDIA/apt-packaging-libnvidia-nscq: a branch package
+    Provides, Conflicts and Replaces the unsuffixed name; the fabric manager Depends on libc6
+    (>= 2.2.1), NSCQ on nothing; neither depends on the driver). The unsuffixed packages of 580+
+    are not in those templates: the fixture gives them the same Depends and no relationships of
+    their own (nothing was found that says otherwise).
+    """
+    upstream = spec["version"]
+    plan = stack_plan.fabric_manager_packages(branch, upstream)
+    if len(plan["packages"]) != 2:
+        raise BuildError(f"vendor catalogue: fabric manager packages of {branch}: {plan}")
+    manager, nscq = plan["packages"]
+    version = f"{upstream}-{fabric_manager_revision(layout, branch)}"
+    if not _glob_matches(plan["version"], version):
+        raise BuildError(f"fabric manager version {version} does not match {plan['version']}")
+    start_script = int(branch) >= FABRIC_MANAGER_START_SCRIPT_FROM
+    config = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+    if start_script:
+        exec_lines = (
+            "ExecStartPre=/usr/bin/nvidia-fabricmanager-start.sh --mode precheck\n"
+            "ExecStart=/usr/bin/nvidia-fabricmanager-start.sh --mode start"
+        )
+    else:
+        exec_lines = f"ExecStart=/usr/bin/nv-fabricmanager -c {config}"
+    files = [
+        ("/usr/bin/nv-fabricmanager", standin("nv_fabricmanager.py", FM_VERSION=upstream), 0o755),
+        (
+            "/lib/systemd/system/nvidia-fabricmanager.service",
+            standin("nvidia-fabricmanager.service", EXEC_LINES=exec_lines),
+            0o644,
+        ),
+        (config, (STANDINS / "fabricmanager.cfg").read_bytes(), 0o644),
+        ("/usr/share/kindling-fixture/fabric-manager-version", f"{upstream}\n".encode(), 0o644),
+    ]
+    if start_script:
+        files.append(
+            (
+                "/usr/bin/nvidia-fabricmanager-start.sh",
+                standin("nvidia-fabricmanager-start.sh", BRANCH=branch),
+                0o755,
+            )
+        )
+    manager_virtual, nscq_virtual = _unsuffixed(manager, branch), _unsuffixed(nscq, branch)
+    library = f"{NSCQ_LIBRARY_DIR}/{NSCQ_LIBRARY}.{upstream}"
+    return [
+        Package(
+            name=manager,
+            version=version,
+            summary_detail=(
+                f"Fabric manager {upstream} (branch {branch}): ships a stand-in "
+                "/usr/bin/nv-fabricmanager that starts only when the driver's version (from "
+                "/usr/share/kindling-fixture/driver-version) is exactly its own, as NVIDIA's "
+                f"does, then writes Completed to {FABRIC_STATE_FILE} (which the stand-in "
+                "nvidia-smi reports as the GPUs' fabric state) and waits; the unit "
+                "nvidia-fabricmanager.service (Type=forking"
+                + (", through nvidia-fabricmanager-start.sh" if start_script else "")
+                + ", not enabled on install) and fabricmanager.cfg. Fault switch: "
+                f"{FABRIC_MANAGER_FAIL_FILE}."
+            ),
+            depends=["python3", "libc6 (>= 2.2.1)"],
+            provides=[manager_virtual] if manager_virtual else [],
+            conflicts=[manager_virtual] if manager_virtual else [],
+            replaces=[manager_virtual] if manager_virtual else [],
+            files=files,
+        ),
+        Package(
+            name=nscq,
+            version=version,
+            section="libs",
+            summary_detail=(
+                f"NVSwitch Configuration and Query library {upstream} (branch {branch}): ships "
+                f"{library} (a text file) and the {NSCQ_LIBRARY}.{NSCQ_SONAME} link."
+            ),
+            provides=[nscq_virtual] if nscq_virtual else [],
+            conflicts=[nscq_virtual] if nscq_virtual else [],
+            replaces=[nscq_virtual] if nscq_virtual else [],
+            files=[(library, stub_library(f"NVIDIA's NSCQ library {upstream}"), 0o644)],
+            links=[(library, f"{NSCQ_LIBRARY_DIR}/{NSCQ_LIBRARY}.{NSCQ_SONAME}")],
+        ),
+    ]
+
+
+def nvlink5_packages(repo_id: str) -> list[Package]:
+    """NVIDIA's NVLink 5 packages of the catalogue's nvlink5_packages row (nvlsm), once per
+    repository that has a fixture branch in the row's range; the row's packages that the
+    distribution's archive serves (DISTRIBUTION_NVLINK5_PACKAGES) are not stood in for."""
+    wanted: set[str] = set()
+    for branch in FIXTURE_REPOS[repo_id]["branches"]:
+        wanted |= set(stack_plan.fabric_manager_packages(branch)["nvlink5_packages"])
+    if not wanted:
+        return []
+    missing = DISTRIBUTION_NVLINK5_PACKAGES - set(CATALOGUE["nvlink5_packages"]["packages"])
+    if missing:
+        raise BuildError(f"vendor catalogue: nvlink5_packages no longer lists {sorted(missing)}")
+    packages = []
+    for name in sorted(wanted - DISTRIBUTION_NVLINK5_PACKAGES):
+        config = (
+            f"# Kindling test fixture: stand-in for NVIDIA's {name} configuration (not NVIDIA's "
+            "file). The fixture's NVSwitch host is not an NVLink 5 system: nothing reads this.\n"
+        )
+        packages.append(
+            Package(
+                name=name,
+                version=NVLSM_VERSION,
+                summary_detail=(
+                    "The NVLink Subnet Manager that NVLink 5 (Blackwell HGX) fabric managers "
+                    f"need: ships only {NVLSM_CONFIG} and "
+                    "/usr/share/kindling-fixture/nvlsm-version; no daemon (the fixture's NVSwitch "
+                    "host is an H100 one). Version is date-based, as NVIDIA's; its dependencies "
+                    "are not in the sources read, so it declares none."
+                ),
+                files=[
+                    (NVLSM_CONFIG, config.encode(), 0o644),
+                    (
+                        "/usr/share/kindling-fixture/nvlsm-version",
+                        f"{NVLSM_VERSION}\n".encode(),
+                        0o644,
+                    ),
+                ],
+            )
+        )
+    return packages
+
+
 def driver_packages(repo_id: str, releases: dict[str, str] | None = None) -> list[Package]:
     """The driver packages of every fixture branch of a repository, or of `releases`
     ({branch: version}) only."""
@@ -954,6 +1603,9 @@ def driver_packages(repo_id: str, releases: dict[str, str] | None = None) -> lis
                 continue
             spec = dict(spec, version=releases[branch])
         packages += build_branch(branch, spec)
+        packages += fabric_manager_packages(layout, branch, spec)
+    if releases is None:
+        packages += nvlink5_packages(repo_id)
     return packages
 
 
@@ -1764,7 +2416,9 @@ def build_inputs_digest(torch_wheel: Path, keys: dict) -> str:
     digest = hashlib.sha256()
     own = [Path(__file__).resolve(), *sorted(p for p in STANDINS.rglob("*") if p.is_file())]
     own += [MODULE_UTILS / name for name in CATALOGUE_FILES]
-    for path in own + [CAPTURES / name for name in CAPTURE_FILES]:
+    own += [CAPTURES / name for name in CAPTURE_FILES]
+    own += sorted(path for path in HGX_SOURCE.glob("*") if path.is_file())
+    for path in own:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
         digest.update(sha256_file(path).encode())
     stat = torch_wheel.stat()
@@ -1837,9 +2491,15 @@ def _repo_info(repo_id: str, versions: dict, keys: dict) -> dict:
     branches = {}
     for branch, spec in FIXTURE_REPOS[repo_id]["branches"].items():
         names = driver_names(layout, branch)
+        fabric = stack_plan.fabric_manager_packages(branch, spec["version"])
         branches[branch] = {
             **spec,
             "package_version": f"{spec['version']}-{revision}",
+            "fabric_manager": {
+                "packages": fabric["packages"],
+                "package_version": f"{spec['version']}-{fabric_manager_revision(layout, branch)}",
+                "nvlink5_packages": fabric["nvlink5_packages"],
+            },
             "choices": {
                 f"{modules}/{flavor}": {
                     "packages": row["packages"],
@@ -1963,6 +2623,13 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
                 },
                 "dkms_delay_file": DKMS_DELAY_FILE,
                 "persistence_state_file": PERSISTENCE_STATE_FILE,
+                "fabric_state_file": FABRIC_STATE_FILE,
+                "fabric_manager_fail_file": FABRIC_MANAGER_FAIL_FILE,
+                "nvidia_smi_case_file": SMI_CASE_FILE,
+                "nvidia_smi_cases": {
+                    "h200": "real H200 captures",
+                    HGX_CASE: "constructed 8-GPU HGX",
+                },
                 "gpu_identity": FIXTURE_GPU,
             }
         )

@@ -1,8 +1,8 @@
 """A Debian 12 test host (podman, systemd as PID 1) shared by the reliability tests.
 
-Each test runs real ansible-playbook commands against it through the
-containers.podman.podman connection, and compares snapshots of the host's state taken
-before and after.
+Each test runs real ansible-playbook commands against it through the test bed's
+pipelined podman connection (molecule/_shared/plugins/connection), and compares
+snapshots of the host's state taken before and after.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("KINDLING_TEST_IMAGE", "localhost/kindling-debian12-systemd") + ":latest"
 CONTAINER = "kindling-reliability"
+CONNECTION_PLUGINS = REPO_ROOT / "molecule" / "_shared" / "plugins" / "connection"
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 # What a failed or check-mode run must leave exactly as it was.
@@ -94,7 +95,7 @@ def write_inventory(path: Path, name: str, group_vars: Dict[str, object]) -> str
                         "gpu_hosts": {
                             "hosts": {
                                 name: {
-                                    "ansible_connection": "containers.podman.podman",
+                                    "ansible_connection": "kindling_podman",
                                     "ansible_python_interpreter": "/usr/bin/python3",
                                 }
                             },
@@ -152,7 +153,14 @@ def run_playbook(
 
 
 def playbook_env() -> Dict[str, str]:
-    return dict(os.environ, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="1")
+    return dict(
+        os.environ,
+        ANSIBLE_FORCE_COLOR="false",
+        ANSIBLE_NOCOLOR="1",
+        # Modules pipelined over `podman exec -i`, as Molecule's scenarios run them.
+        ANSIBLE_CONNECTION_PLUGINS=str(CONNECTION_PLUGINS),
+        ANSIBLE_PIPELINING="true",
+    )
 
 
 def playbook_command(

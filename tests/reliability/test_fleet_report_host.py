@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from conftest import CONTAINER, REPO_ROOT
+from conftest import CONTAINER, REPO_ROOT, playbook_env
 
 
 def test_fleet_report_names_the_failed_host_and_why(test_host, tmp_path):
@@ -35,6 +35,8 @@ def test_fleet_report_names_the_failed_host_and_why(test_host, tmp_path):
         text=True,
         check=False,
         timeout=600,
+        # ansible-runner passes the environment on: the test host's connection plugin.
+        env=playbook_env(),
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"attention: {CONTAINER}" in result.stdout

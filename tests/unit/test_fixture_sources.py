@@ -76,6 +76,12 @@ EXPECTED_VERSIONS = {
     "datacenter-gpu-manager": ["1:3.3.9"],
     "nvidia-container-toolkit": ["1.17.8-1"],
     "kindling-fixture-canary": ["1.0-1"],
+    # fabric manager and NSCQ beside each driver release (names: the catalogue's rows)
+    "nvidia-fabricmanager-550": ["550.54.15-1"],
+    "libnvidia-nscq-550": ["550.54.15-1"],
+    "nvidia-fabricmanager": ["580.95.05-1"],
+    "libnvidia-nscq": ["580.95.05-1"],
+    "nvlsm": ["2025.10.11-1"],
 }
 EXPECTED_UBUNTU_VERSIONS = {
     "cuda-keyring": ["1.1-1"],
@@ -89,7 +95,22 @@ EXPECTED_UBUNTU_VERSIONS = {
     "nvidia-driver": ["590.48.01-0ubuntu1"],
     "nvidia-driver-open": ["590.48.01-0ubuntu1"],
     "nvidia-driver-pinning-590": ["590-1ubuntu1"],
+    "nvidia-fabricmanager-550": ["550.54.15-1"],
+    "libnvidia-nscq-550": ["550.54.15-1"],
+    "nvidia-fabricmanager": ["580.95.05-1", "590.48.01-1ubuntu1"],
+    "libnvidia-nscq": ["580.95.05-1", "590.48.01-1ubuntu1"],
+    "nvlsm": ["2025.10.11-1"],
 }
+# NVIDIA's fabric manager packages carry revision 1, not the Ubuntu driver's 0ubuntu1; Ubuntu's
+# branches with a pinning package (590+) 1ubuntu1 (build_fixtures.FABRIC_MANAGER_REVISION).
+FABRIC_MANAGER_REVISION = {
+    ("debian12", "550"): "1",
+    ("debian12", "580"): "1",
+    ("ubuntu2204", "550"): "1",
+    ("ubuntu2204", "580"): "1",
+    ("ubuntu2204", "590"): "1ubuntu1",
+}
+LATER_REPO = "later/compute/cuda/repos/debian12/x86_64"
 
 pytestmark = [
     pytest.mark.slow,
@@ -181,6 +202,8 @@ def _smi(root: Path, *args, **env):
         "KINDLING_FAKE_SMI_DIR": str(root / "usr/share/kindling-fixture/nvidia-smi"),
         "KINDLING_FAKE_SMI_FAIL_FILE": str(root / "no-such-fail-file"),
         "KINDLING_FAKE_PERSISTENCE_FILE": str(root / "no-such-persistence-file"),
+        "KINDLING_FAKE_SMI_CASE_FILE": str(root / "no-such-case-file"),
+        "KINDLING_FAKE_FABRIC_STATE_FILE": str(root / "no-such-fabric-state-file"),
         **env,
     }
     return _run([root / "usr/bin/nvidia-smi", *args], env=environment)
@@ -224,7 +247,7 @@ def _stanza(repo: Path, name: str, version: str) -> dict[str, str]:
 def test_build_prints_summary_and_writes_layout(built, srv):
     _out, stdout, _seconds = built
     assert stdout.count("\n") == 1
-    assert stdout.startswith("kindling fixtures: built 33 debs (2 signed repos)")
+    assert stdout.startswith("kindling fixtures: built 40 debs (2 signed repos)")
     for path in (
         "index.html",
         "fixtures.json",
@@ -262,6 +285,8 @@ def test_build_prints_summary_and_writes_layout(built, srv):
         "nvidia-kernel-dkms": "580.105.08-1",
         "nvidia-kernel-open-dkms": "580.105.08-1",
         "nvidia-open": "580.105.08-1",
+        "nvidia-fabricmanager": "580.105.08-1",
+        "libnvidia-nscq": "580.105.08-1",
         "kindling-fixture-canary": "2.0-1",
     }
     assert info["cudnn_tarball"]["manifest"] == MANIFEST
@@ -458,7 +483,7 @@ def _satisfied(relation: str, index: list[dict[str, str]], extra: set[str]) -> b
         match = re.fullmatch(r"\s*([^\s(]+)\s*(?:\((<<|<=|=|>=|>>)\s*([^)\s]+)\))?\s*", alternative)
         assert match, relation
         name, op, version = match.groups()
-        if name in extra and op is None:
+        if name in extra:  # the base system's packages meet the stand-ins' needs
             return True
         for fields in index:
             provides = [p.strip() for p in fields.get("Provides", "").split(",") if p.strip()]
@@ -474,8 +499,9 @@ def _satisfied(relation: str, index: list[dict[str, str]], extra: set[str]) -> b
     return False
 
 
-# Not in NVIDIA's repository, part of every host the roles run on (the stand-ins' python3).
-BASE_SYSTEM = {"python3"}
+# Not in NVIDIA's repository, part of every host the roles run on (the stand-ins' python3, and
+# the libc6 NVIDIA's fabric manager package depends on).
+BASE_SYSTEM = {"python3", "libc6"}
 
 
 @pytest.mark.parametrize("repo_id", sorted(FIXTURE_BRANCHES))
@@ -922,7 +948,8 @@ def test_the_cp39_standin_is_declared(srv):
 
 def _apt_options(tmp_path: Path, base_url: str, keyring: Path, where: str = APT_REPO) -> list:
     """A scratch apt configuration: only the fixture repository, its own lists, cache and
-    dpkg status (with python3, which the base system has and NVIDIA's repository does not)."""
+    dpkg status (with python3 and libc6, which the base system has and NVIDIA's repository
+    does not)."""
     lists = tmp_path / "lists"
     (lists / "partial").mkdir(parents=True, exist_ok=True)
     (tmp_path / "cache/archives/partial").mkdir(parents=True, exist_ok=True)
@@ -933,6 +960,10 @@ def _apt_options(tmp_path: Path, base_url: str, keyring: Path, where: str = APT_
             "Section: python\nMaintainer: Kindling tests <tests@kindling.invalid>\n"
             "Architecture: amd64\nVersion: 3.11.2-1+b1\n"
             "Description: interactive high-level object-oriented language (base system)\n\n"
+            "Package: libc6\nStatus: install ok installed\nPriority: optional\n"
+            "Section: libs\nMaintainer: Kindling tests <tests@kindling.invalid>\n"
+            "Architecture: amd64\nVersion: 2.36-9+deb12u10\nMulti-Arch: same\n"
+            "Description: GNU C Library: Shared libraries (base system)\n\n"
         )
     sources = tmp_path / "fixture.list"
     sources.write_text(f"deb [signed-by={keyring}] {base_url}/{where}/ /\n")
@@ -1087,6 +1118,254 @@ def test_apt_update_rejects_the_wrong_keyring_with_no_pubkey(server, srv, tmp_pa
     assert f"NO_PUBKEY {fingerprint[-16:]}" in proc.stdout + proc.stderr
 
 
+# ---------------------------------------------------------------------------- fabric manager
+
+
+def _fabric_releases():
+    """(repository path, repo id, branch, driver version) of every driver release served, the
+    later snapshot's point release included."""
+    found = []
+    for repo_id, (where, branches) in sorted(FIXTURE_BRANCHES.items()):
+        found += [(where, repo_id, branch, driver) for branch, driver in branches.items()]
+    found.append((LATER_REPO, "debian12", "580", "580.105.08"))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "repo_id", "branch", "driver"),
+    _fabric_releases(),
+    ids=[f"{'later-' if w == LATER_REPO else ''}{r}-{d}" for w, r, _b, d in _fabric_releases()],
+)
+def test_fabric_manager_packages_beside_each_driver_release(srv, where, repo_id, branch, driver):
+    """The catalogue's fabric manager and NSCQ packages (stack_plan.fabric_manager_packages) are
+    in each repository at exactly each driver release's version, their Depends satisfiable
+    there (with the base system's libc6 and python3), and the version matches the plan's glob."""
+    repo = srv / where
+    index = _stanzas(repo)
+    plan = stack_plan.fabric_manager_packages(branch, driver)
+    version = f"{driver}-{FABRIC_MANAGER_REVISION[(repo_id, branch)]}"
+    assert plan["version"] == f"{driver}-*"
+    for name in plan["packages"]:
+        fields = _stanza(repo, name, version)
+        for relation in filter(None, fields.get("Depends", "").split(",")):
+            assert _satisfied(relation, index, BASE_SYSTEM), (name, relation)
+        if name.endswith(f"-{branch}"):  # a branch package stands for the unsuffixed name
+            virtual = name[: -len(f"-{branch}")]
+            assert fields["Provides"] == fields["Conflicts"] == fields["Replaces"] == virtual
+    driver_versions = {
+        f["Version"] for f in index if f["Package"] in ("nvidia-driver", f"nvidia-driver-{branch}")
+    }
+    assert any(v.startswith(driver + "-") for v in driver_versions), driver_versions
+    for name in plan["nvlink5_packages"]:
+        if name != "infiniband-diags":  # the distribution's own package: not stood in for
+            assert _packages(repo)[name]["Version"] == "2025.10.11-1"
+
+
+def test_fixtures_json_records_the_fabric_manager(srv):
+    info = json.loads((srv / "fixtures.json").read_text())
+    primary = info["apt_repository"]
+    assert primary["fabric_state_file"] == "/run/nvidia-fabricmanager/fabric-state"
+    assert primary["fabric_manager_fail_file"] == "/etc/kindling-fixture/fabric-manager-fail"
+    assert primary["nvidia_smi_case_file"] == "/etc/kindling-fixture/nvidia-smi-case"
+    assert primary["driver_branches"]["550"]["fabric_manager"] == {
+        "packages": ["nvidia-fabricmanager-550", "libnvidia-nscq-550"],
+        "package_version": "550.54.15-1",
+        "nvlink5_packages": [],
+    }
+    ubuntu = info["apt_repositories"]["ubuntu2204"]["driver_branches"]["590"]["fabric_manager"]
+    assert ubuntu["package_version"] == "590.48.01-1ubuntu1"
+    assert ubuntu["nvlink5_packages"] == ["nvlsm", "infiniband-diags"]
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "version", "start_script"),
+    [
+        (APT_REPO, "nvidia-fabricmanager-550", "550.54.15-1", False),
+        (APT_REPO, "nvidia-fabricmanager", "580.95.05-1", True),
+        (UBUNTU_REPO, "nvidia-fabricmanager", "590.48.01-1ubuntu1", True),
+    ],
+)
+def test_fabric_manager_package_contents(extracted, where, name, version, start_script):
+    root = extracted(name, version, where)
+    upstream = version.split("-")[0]
+    unit = (root / "lib/systemd/system/nvidia-fabricmanager.service").read_text()
+    assert "\nType=forking\n" in unit
+    assert "\nPIDFile=/run/nvidia-fabricmanager/nv-fabricmanager.pid\n" in unit
+    exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)
+    if start_script:
+        assert exec_start == "/usr/bin/nvidia-fabricmanager-start.sh --mode start"
+        assert (root / "usr/bin/nvidia-fabricmanager-start.sh").stat().st_mode & 0o111
+    else:
+        assert (
+            exec_start
+            == "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"
+        )
+        assert not (root / "usr/bin/nvidia-fabricmanager-start.sh").exists()
+    version_out = _run([root / "usr/bin/nv-fabricmanager", "--version"])
+    assert version_out.stdout.splitlines()[0] == f"Fabric Manager version is : {upstream}"
+    assert "DAEMONIZE=1" in (root / "usr/share/nvidia/nvswitch/fabricmanager.cfg").read_text()
+    assert (root / "usr/share/kindling-fixture/fabric-manager-version").read_text() == (
+        f"{upstream}\n"
+    )
+
+
+def _fabric_manager(root: Path, driver_root: Path, run: Path, fail: str = ""):
+    """Start an extracted stand-in nv-fabricmanager as the unit does (ExecStart's command, in a
+    scratch run directory, against an extracted driver package); returns (rc, stderr)."""
+    env = {
+        **os.environ,
+        "KINDLING_FAKE_DRIVER_VERSION_FILE": str(
+            driver_root / "usr/share/kindling-fixture/driver-version"
+        ),
+        "KINDLING_FAKE_FM_RUN_DIR": str(run),
+        "KINDLING_FAKE_FM_FAIL_FILE": str(run.parent / "no-such-fail-file"),
+        "KINDLING_FAKE_FM_FAIL": fail,
+        "KINDLING_FAKE_FM_BIN": str(root / "usr/bin/nv-fabricmanager"),
+    }
+    run.parent.mkdir(parents=True, exist_ok=True)
+    config = run.parent / "fabricmanager.cfg"
+    shipped = (root / "usr/share/nvidia/nvswitch/fabricmanager.cfg").read_text()
+    config.write_text(
+        re.sub(r"(?m)^LOG_FILE_NAME=.*$", f"LOG_FILE_NAME={run.parent / 'fm.log'}", shipped)
+    )
+    start = root / "usr/bin/nvidia-fabricmanager-start.sh"
+    command = (
+        [start, "--mode", "start", "--fm-config-file", config]
+        if start.exists()
+        else [root / "usr/bin/nv-fabricmanager", "-c", config]
+    )
+    err = run.parent / "stderr"
+    with err.open("w") as handle:
+        proc = subprocess.run(
+            [str(part) for part in command],
+            stdout=handle,
+            stderr=handle,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+    return proc.returncode, err.read_text()
+
+
+def _stop_daemon(run: Path) -> None:
+    pid_file = run / "nv-fabricmanager.pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if not pid_file.exists():
+            break
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_packaged_fabric_manager_refuses_another_drivers_version(extracted, tmp_path):
+    """The 550 fabric manager against the 580 driver (an unpinned upgrade's result): refused
+    with NVIDIA's message, nothing written, so systemctl start would fail."""
+    fm = extracted("nvidia-fabricmanager-550", "550.54.15-1")
+    driver = extracted("nvidia-driver", "580.95.05-1")
+    run = tmp_path / "run"
+    rc, output = _fabric_manager(fm, driver, run)
+    assert rc == 1
+    assert (
+        "fabric manager NVIDIA GPU driver interface version 550.54.15 don't match with driver "
+        "version 580.95.05. Please update with matching NVIDIA driver package."
+    ) in output
+    assert not (run / "fabric-state").exists()
+
+
+def test_packaged_fabric_manager_and_nvidia_smi_on_the_hgx_host(extracted, tmp_path):
+    """Matched versions: the start script's fabric manager forks and writes the state; the
+    driver's nvidia-smi, switched to the HGX host, reports the fabric Completed while it runs
+    and In Progress once it stopped; a daemon of the later point release is refused."""
+    fm = extracted("nvidia-fabricmanager", "580.95.05-1")
+    driver = extracted("nvidia-driver", "580.95.05-1")
+    run = tmp_path / "run"
+    case = tmp_path / "nvidia-smi-case"
+    case.write_text("hgx\n")
+
+    def fabric():
+        query = _smi(
+            driver,
+            "--query-gpu=fabric.state,fabric.status",
+            "--format=csv,noheader",
+            KINDLING_FAKE_SMI_CASE_FILE=str(case),
+            KINDLING_FAKE_FABRIC_STATE_FILE=str(run / "fabric-state"),
+        )
+        assert query.returncode == 0, query.stdout + query.stderr
+        return query.stdout.splitlines()
+
+    assert fabric() == ["In Progress, N/A"] * 8
+    try:
+        rc, output = _fabric_manager(fm, driver, run)
+        assert rc == 0, output
+        assert output.startswith("Detected Pre-NVL5 system\n")
+        assert (run / "fabric-state").read_text() == "Completed\n"
+        assert fabric() == ["Completed, Success"] * 8
+    finally:
+        _stop_daemon(run)
+    assert not (run / "fabric-state").exists()
+    assert fabric() == ["In Progress, N/A"] * 8
+    # the later snapshot's point release of the same branch: refused as well
+    later = extracted("nvidia-driver", "580.105.08-1", LATER_REPO)
+    rc, output = _fabric_manager(fm, later, tmp_path / "later" / "run")
+    assert rc == 1
+    assert "version 580.95.05 don't match with driver version 580.105.08" in output
+    assert '"/' in output and "failed! Exit code: 1" in output
+
+
+def test_driver_package_ships_the_constructed_hgx_set(extracted):
+    root = extracted("nvidia-driver", "580.95.05-1")
+    captures = root / "usr/share/kindling-fixture/nvidia-smi"
+    readme = (captures / "hgx/README").read_text()
+    assert "EVERYTHING HERE IS CONSTRUCTED" in readme
+    assert "hgx/" in (captures / "README").read_text()
+    for name in ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "query-full.csv", "smi.txt"):
+        assert (captures / "hgx" / name).is_file(), name
+    nvlink = _smi(root, "nvlink", "-s", KINDLING_FAKE_SMI_CASE="hgx")
+    assert nvlink.returncode == 0
+    assert nvlink.stdout.count("\t Link 17: 26.562 GB/s\n") == 8
+    assert _smi(root, "nvlink", "-s").stdout == ""  # the H200 set: no NVLink, no output
+    xml = ET.fromstring(_smi(root, "-q", "-x", KINDLING_FAKE_SMI_CASE="hgx").stdout.encode())
+    assert xml.findtext("driver_version") == "580.95.05"
+    assert len(xml.findall("gpu")) == 8
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apt-get needs root")
+@pytest.mark.parametrize(
+    ("repo_id", "branch", "driver"),
+    [
+        (repo_id, branch, driver)
+        for repo_id, (_where, branches) in sorted(FIXTURE_BRANCHES.items())
+        for branch, driver in branches.items()
+    ],
+)
+def test_apt_installs_the_fabric_manager_at_the_drivers_version(
+    apt_scratch, repo_id, branch, driver
+):
+    """What the role will run: the plan's packages at the plan's version glob install exactly
+    that release (not the newest of an unsuffixed name)."""
+    plan = stack_plan.fabric_manager_packages(branch, driver)
+    proc = apt_scratch(repo_id, *(f"{name}={plan['version']}" for name in plan["packages"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    installs = _installs(proc.stdout)
+    version = f"{driver}-{FABRIC_MANAGER_REVISION[(repo_id, branch)]}"
+    assert {name: installs.get(name) for name in plan["packages"]} == {
+        name: version for name in plan["packages"]
+    }
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apt-get needs root")
+def test_apt_refuses_two_fabric_managers_together(apt_scratch):
+    """A branch package conflicts with the unsuffixed name, as NVIDIA's do."""
+    proc = apt_scratch("debian12", "nvidia-fabricmanager-550", "nvidia-fabricmanager")
+    assert proc.returncode != 0, proc.stdout
+    assert "Conflicts" in proc.stdout + proc.stderr or "broken packages" in proc.stderr
+
+
 # ---------------------------------------------------------------------------- server / rebuild
 
 
@@ -1120,3 +1399,39 @@ def test_missing_torch_wheel_fails_with_a_pointer(tmp_path):
     assert proc.returncode == 1
     assert "download.pytorch.org/whl/cpu" in proc.stderr
     assert not (tmp_path / "srv").exists()
+
+
+def test_driver_package_ships_a_libcuda_whose_cuinit_follows_the_fabric(extracted, tmp_path):
+    """The stand-in libcuda.so.1 (standins/libcuda_standin.c, compiled by the build) answers
+    Kindling's cuInit probe: 802 on the HGX host until the fabric manager's state says
+    Completed, then 8 devices; 1 device elsewhere; the driver API of the package's CUDA."""
+    from ansible.module_utils.cuda_init import interpret, probe_command
+
+    root = extracted("nvidia-driver", "580.95.05-1")
+    library = root / "usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    assert library.read_bytes()[:4] == b"\x7fELF"
+    case, state = tmp_path / "nvidia-smi-case", tmp_path / "fabric-state"
+
+    def probe():
+        env = dict(
+            os.environ,
+            KINDLING_FAKE_SMI_CASE_FILE=str(case),
+            KINDLING_FAKE_FABRIC_STATE_FILE=str(state),
+        )
+        proc = subprocess.run(
+            probe_command(sys.executable, str(library)), capture_output=True, text=True, env=env
+        )
+        return interpret(proc.returncode, proc.stdout, proc.stderr)
+
+    plain = probe()
+    assert (plain["state"], plain["device_count"], plain["driver_api"]) == ("ok", 1, "13.0")
+    case.write_text("hgx\n")
+    waiting = probe()
+    assert (waiting["state"], waiting["code"]) == ("failed", 802)
+    assert waiting["name"] == "CUDA_ERROR_SYSTEM_NOT_READY"
+    assert "fabric manager" in waiting["message"]
+    state.write_text("In Progress\n")
+    assert probe()["state"] == "failed"
+    state.write_text("Completed\n")
+    ready = probe()
+    assert (ready["state"], ready["device_count"]) == ("ok", 8)

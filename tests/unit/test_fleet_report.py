@@ -6,10 +6,10 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from ansible.module_utils import nvidia_smi as ns
+from conftest import CAPTURES, REPO_ROOT
 
 spec = importlib.util.spec_from_file_location(
     "fleet_report", REPO_ROOT / "tools" / "fleet_report.py"
@@ -115,6 +115,210 @@ def test_reports_name_the_slow_host_and_why(tmp_path):
     assert widths[0] > widths[1] > 0
 
 
+# --- GPU health codes beside the verdict
+
+BUILT = REPO_ROOT / "tests" / "fixtures" / "nvidia_smi"
+H200_XML = (CAPTURES / "nvidia-smi-q.xml").read_text()
+H200_QUERY = (CAPTURES / "query-full.csv").read_text()
+XID_79 = (
+    "[  812.001] h200 kernel: NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python, "
+    "GPU has fallen off the bus.\n"
+)
+XID_13 = (
+    "[  700.500] h200 kernel: NVRM: Xid (PCI:0000:00:06): 13, pid=99, name=python, "
+    "Graphics SM Warp Exception\n"
+)
+
+
+def _constructed(case):
+    """A constructed fixture's facts ('#' header lines dropped as the stand-in does)."""
+
+    def read(name):
+        path = BUILT / case / name
+        if not path.exists():
+            return None
+        return "".join(ln for ln in path.read_text().splitlines(True) if not ln.startswith("#"))
+
+    return ns.build_facts(read("nvidia-smi-q.xml"), read("query.csv"), read("topo.txt"))
+
+
+def _h200(log):
+    return ns.build_facts(
+        H200_XML, H200_QUERY, kernel_log={"text": log, "source": "journalctl", "error": None}
+    )
+
+
+def _facts_event(host, facts, kind="runner_on_ok", msg=""):
+    res = {"msg": msg, "ansible_facts": {"nvidia_smi": facts}}
+    return _event(kind, host, "nvidia_smi_facts", res, task="Read nvidia-smi")
+
+
+# A fabric host: the findings gpu_fabric.fabric_health adds (shape of the facts' entries).
+FABRIC = {
+    "present": True,
+    "health": [
+        {"code": "nvlink-down", "gpu": 3, "message": "GPU 3 has 12 of 18 NVLinks active."},
+        {"code": "nvlink-down", "gpu": 5, "message": "GPU 5 has 0 of 18 NVLinks active."},
+        {
+            "code": "fabric-manager-version-mismatch",
+            "gpu": None,
+            "message": "nvidia-fabricmanager 550.54.15 runs beside driver 550.90.07.",
+        },
+    ],
+    "health_notes": [],
+}
+
+HEALTH_EVENTS = [
+    # Passes throughput, but GPU 0 fell off the bus once: it must stand out.
+    _facts_event("xid", _h200(XID_13 + XID_79)),
+    _event("runner_on_ok", "xid", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    # Passes, with an application Xid only: a note, the host stays ok.
+    _facts_event("noted", _h200(XID_13)),
+    _event("runner_on_ok", "noted", "gpu_throughput", _judged("pass", 5790.0, 5781.0, "pass")),
+    # Slow, and the facts say why (PCIe, thermal, power, a pending row remap).
+    _facts_event("hot", _constructed("degraded")),
+    _event("runner_on_ok", "hot", "gpu_throughput", _judged("fail", 2100.0, 5781.0, "fail")),
+    # nvidia_smi_facts (require: true) failed, with its facts: the lost GPU's Xid 79.
+    _facts_event(
+        "lost",
+        ns.absent_facts(
+            ns.classify_error(
+                "Unable to determine the device handle for GPU0000:A1:00.0: GPU is lost", "", 15
+            ),
+            present=True,
+            kernel_log={
+                "text": "[  99.000] NVRM: Xid (PCI:0000:a1:00): 79, pid=1, name=python, "
+                "GPU has fallen off the bus.\n",
+                "source": "dmesg",
+                "error": None,
+            },
+        ),
+        kind="runner_on_failed",
+        msg="nvidia-smi: GPU is lost",
+    ),
+    _facts_event("fabric", FABRIC),
+    _event("runner_on_ok", "fabric", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    _facts_event("clean", _h200("")),
+    _event("runner_on_ok", "clean", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+]
+
+
+def test_collect_gives_each_host_its_health_codes():
+    hosts = fleet_report.collect(HEALTH_EVENTS)
+    assert {h: r["status"] for h, r in hosts.items()} == {
+        "xid": "unhealthy",
+        "noted": "ok",
+        "hot": "slow",
+        "lost": "failed",
+        "fabric": "unhealthy",
+        "clean": "ok",
+    }
+    assert hosts["xid"]["health_failing"] == ["xid-79"]
+    assert [(r["code"], r["gpu"], r["severity"]) for r in hosts["xid"]["health"]] == [
+        ("xid-79", 0, "failing"),  # failing first, though the note was logged earlier
+        ("xid-13", 0, "informational"),
+    ]
+    assert "reboot the host" in hosts["xid"]["health"][0]["remediation"]
+    assert (
+        hosts["xid"]["health_line"] == "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0)"
+    )
+    assert hosts["noted"]["health_failing"] == []
+    assert hosts["noted"]["health_line"] == "GPU health: no failing code; notes: xid-13 (GPU 0)"
+    assert hosts["hot"]["health_failing"] == [
+        "pcie-link-degraded",
+        "row-remap-pending",
+        "ecc-uncorrected-volatile",
+        "thermal-slowdown",
+        "power-slowdown",
+    ]
+    assert [r["code"] for r in hosts["lost"]["health"]] == ["xid-79"]
+    assert hosts["lost"]["health"][0]["where"] == "no GPU index"
+    assert hosts["fabric"]["health_line"] == (
+        "GPU health: FAILING nvlink-down (GPUs 3, 5), fabric-manager-version-mismatch"
+    )
+    assert hosts["clean"]["health"] == [] and hosts["clean"]["health_line"] == (
+        "GPU health: no findings"
+    )
+
+
+def test_reports_show_the_health_codes_beside_the_verdict(tmp_path):
+    hosts = fleet_report.collect(HEALTH_EVENTS + EVENTS)
+    meta = {"timestamp": "20261129T000000Z", "inventory": "inv", "playbook": "playbooks/verify.yml"}
+    fleet_report.write_reports(hosts, tmp_path, meta)
+
+    data = json.loads((tmp_path / "results.json").read_text())
+    xid = data["hosts"]["xid"]
+    assert xid["status"] == "unhealthy" and xid["health_failing"] == ["xid-79"]
+    assert {"code", "gpu", "severity", "message", "remediation"} <= set(xid["health"][0])
+    assert data["hosts"]["fast"]["health"] is None  # its facts carry no findings at all
+
+    md = (tmp_path / "summary.md").read_text()
+    # The health column sits beside the verdict; failing codes are bold, notes plain.
+    assert "| verdict | health | source |" in md
+    assert (
+        "| xid | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | **xid-79**, xid-13 |"
+        in md
+    )
+    assert "| noted | NVIDIA H200 | amp_fp16_cl | 256 | 5790 | 5781 | 1.00 | pass | xid-13 |" in md
+    assert "| clean | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | ok |" in md
+    assert "| fast | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | - |" in md
+    assert (
+        "| **fabric-manager-version-mismatch** |" not in md
+        and "**nvlink-down**, **fabric-manager-version-mismatch**" in md
+    )
+    # A host that passed but has a failing code needs attention, and says why.
+    attention = md.split("## Hosts that need attention")[1].split("## Throughput")[0]
+    assert (
+        "- **xid** (unhealthy): pass: amp_fp16_cl 5800.0 img/s; "
+        "failing health codes: xid-79 (GPU 0)" in attention
+    )
+    assert "- **noted**" not in attention and "- **clean**" not in attention
+    assert (
+        "- **lost** (failed): Read nvidia-smi: nvidia-smi: GPU is lost; "
+        "failing health codes: xid-79" in attention
+    )
+    # The findings section: per host, each finding with its remedy, failing first.
+    findings = md.split("## GPU health findings")[1]
+    assert "[docs/HEALTH_CODES.md](" in findings
+    assert "- **xid** (unhealthy): 1 failing, 1 informational" in findings
+    xid_block = findings.split("- **xid** (unhealthy)")[1]
+    assert xid_block.index("**failing** `xid-79` (GPU 0)") < xid_block.index("note `xid-13`")
+    # The remedy follows the message, unless the message already says it (Xid messages do).
+    assert "or replace it. Remedy:" not in findings
+    assert "the GPU no longer answers on PCIe: reboot the host" in xid_block
+    assert "**failing** `thermal-slowdown` (GPU 0): GPU 0 (NVIDIA H100 PCIe" in findings
+    assert "Remedy: Check the fans, the airflow and the inlet temperature." in findings
+    assert "note `pcie-gen-idle-downtrain` (GPU 1)" in findings
+    assert "**failing** `xid-79` (no GPU index): The GPU at" in findings
+    assert "- No findings: clean." in findings
+    assert "- No nvidia-smi findings reported: broken, fast, gone, slow, tolerated." in findings
+
+    page = (tmp_path / "index.html").read_text()
+    # The bar's label names the failing codes, its title every code.
+    assert '<tspan class="health-failing"' in page and "⚠ xid-79</tspan>" in page
+    assert "⚠ nvlink-down, fabric-manager-version-mismatch</tspan>" in page
+    assert "⚠ pcie-link-degraded, row-remap-pending +3</tspan>" in page
+    assert (
+        "<title>xid · amp_fp16_cl: 5800 img/s (pass); "
+        "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0)</title>"
+    ) in page
+    assert (
+        "<title>noted · amp_fp16_cl: 5790 img/s (pass); "
+        "GPU health: no failing code; notes: xid-13 (GPU 0)</title>" in page
+    )
+    assert "<b>xid</b> (unhealthy)" in page and "<code>xid-79</code> (GPU 0)" in page
+    assert "<td><b>xid-79</b>, xid-13</td>" in page
+
+
+def test_an_unhealthy_host_makes_the_run_fail(tmp_path, monkeypatch):
+    artifacts = tmp_path / "artifacts"
+    (artifacts / "job_events").mkdir(parents=True)
+    for number, event in enumerate(HEALTH_EVENTS[:4], start=1):
+        (artifacts / "job_events" / f"{number}-event.json").write_text(json.dumps(event))
+    code = fleet_report.main(["--from-artifacts", str(artifacts), "--reports", str(tmp_path / "r")])
+    assert code == 1  # "xid" passed throughput, but its GPU 0 logged Xid 79
+
+
 def test_bad_arguments_exit_2():
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "tools" / "fleet_report.py")],
@@ -165,5 +369,14 @@ def test_runs_verify_through_ansible_runner_on_the_local_connection(tmp_path):
     assert host["torch_cuda"]["importable"] is True
     assert host["throughput"]["judgement"]["fp32"]["status"] == "unknown"
     assert host["throughput"]["judgement"]["fp32"]["img_s"] > 0
-    assert Path(tmp_path / "controller" / "localhost" / "gpu-check.md").is_file()
+    assert host["health_failing"] == [] and isinstance(host["health"], list)
+    controller = tmp_path / "controller" / "localhost"
+    report = json.loads((controller / "gpu-check.json").read_text())
+    assert report["health"] == [] and isinstance(report["health_notes"], list)
+    assert report["health_summary"].startswith("GPU health: ")
+    lines = (controller / "gpu-check.md").read_text().splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("- Verdict: "))
+    assert lines[verdict + 1] == f"- {report['health_summary']}" or lines[verdict + 1].startswith(
+        f"- {report['health_summary']} (explained in docs/HEALTH_CODES.md)"
+    )
     assert 'class="bar unknown"' in (run_dir / "index.html").read_text()

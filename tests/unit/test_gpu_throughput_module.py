@@ -183,6 +183,44 @@ def test_fail_on_slow_false_only_warns(monkeypatch: Any, capsys: Any) -> None:
     assert "nvidia_smi_facts" in result["diagnosis"][0]  # no facts were given
 
 
+HEALTH_FACTS = {  # the shape of ansible_facts.nvidia_smi's findings
+    "gpus": [H200_GPU],
+    "health_notes": [
+        {"code": "pcie-gen-idle-downtrain", "gpu": 0, "message": "GPU 0 idles at gen 1."}
+    ],
+    "health": [
+        {"code": "xid-79", "gpu": 0, "message": "GPU 0 logged Xid 79 1 time(s) since boot."},
+        {"code": "fabric-manager-missing", "gpu": None, "message": "no fabric manager runs."},
+    ],
+}
+
+
+def test_health_codes_come_back_and_the_slow_message_names_the_failing_ones(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    args = fake_args(fail_on_slow=False, nvidia_smi=HEALTH_FACTS)
+    result = call_module_in_process(monkeypatch, capsys, args)
+    assert [(r["code"], r["gpu"], r["severity"]) for r in result["health_codes"]] == [
+        ("xid-79", 0, "failing"),
+        ("fabric-manager-missing", None, "failing"),
+        ("pcie-gen-idle-downtrain", 0, "informational"),
+    ]
+    assert result["health_codes"][0]["remediation"].startswith("The GPU no longer answers")
+    assert result["health_line"] == (
+        "GPU health: FAILING xid-79 (GPU 0), fabric-manager-missing; "
+        "notes: pcie-gen-idle-downtrain (GPU 0)"
+    )
+    warnings = json.dumps(result["warnings"])
+    assert "Failing health codes: xid-79 (GPU 0), fabric-manager-missing." in warnings
+
+
+def test_without_facts_the_health_is_unknown(monkeypatch: Any, capsys: Any) -> None:
+    result = call_module_in_process(monkeypatch, capsys, fake_args(fail_on_slow=False))
+    assert result["health_codes"] == []
+    assert result["health_line"] == "GPU health: unknown (no nvidia_smi facts)"
+    assert "Failing health codes" not in json.dumps(result["warnings"])
+
+
 def test_passing_host(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
     doc = json.loads(SLOW_DOC.read_text())
     doc["modes"]["amp_fp16_cl"]["img_s"] = 6180.0 * 0.8  # exactly at the tolerance

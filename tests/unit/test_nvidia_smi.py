@@ -64,6 +64,9 @@ def test_h200_capture_every_field(h200):
     assert h200["reboot_required"] is False and h200["reboot_reason"] is None
     assert h200["error"] is None
     assert h200["query_error"] is None and h200["topology_error"] is None
+    # the kernel log was not read here (build_facts without kernel_log)
+    assert h200["xid_events"] == [] and h200["kernel_log_source"] is None
+    assert h200["xid_error"] is None
     (gpu,) = h200["gpus"]
     assert gpu == {
         "index": 0,
@@ -83,9 +86,16 @@ def test_h200_capture_every_field(h200):
         "ecc_mode": True,
         "ecc_uncorrected_volatile": 0,
         "ecc_uncorrected_aggregate": 0,
+        "ecc_sram_threshold_exceeded": False,
         "retired_pages_pending": None,  # "N/A" on this GPU: it uses row remapping
+        "retired_pages_sbe": None,
+        "retired_pages_dbe": None,
         "remapped_rows_pending": False,
         "remapped_rows_failure": False,
+        "remapped_rows_correctable": 0,
+        "remapped_rows_uncorrectable": 0,
+        "row_remap_banks_low": 0,
+        "row_remap_banks_none": 0,
         "pcie_gen_current": 5,
         "pcie_gen_max": 5,
         "pcie_width_current": 16,
@@ -157,7 +167,10 @@ def test_v100_470_schema_every_field():
     assert gpu["ecc_uncorrected_volatile"] == 0
     assert gpu["ecc_uncorrected_aggregate"] == 1  # double_bit/total
     assert gpu["retired_pages_pending"] is False
+    assert (gpu["retired_pages_sbe"], gpu["retired_pages_dbe"]) == (0, 1)
     assert gpu["remapped_rows_pending"] is None and gpu["remapped_rows_failure"] is None
+    assert gpu["remapped_rows_uncorrectable"] is None and gpu["row_remap_banks_none"] is None
+    assert gpu["ecc_sram_threshold_exceeded"] is None  # not in the 470 schema
     assert (gpu["pcie_gen_current"], gpu["pcie_gen_max"]) == (1, 3)
     assert (gpu["pcie_width_current"], gpu["pcie_width_max"]) == (16, 16)
     assert gpu["temperature_c"] == 34
@@ -165,11 +178,17 @@ def test_v100_470_schema_every_field():
     assert (gpu["clocks_sm_mhz"], gpu["clocks_max_sm_mhz"]) == (135, 1530)
     assert gpu["clock_event_reasons_active"] == ["gpu_idle"]
     assert gpu["clock_event_reasons_schema"] == "clocks_throttle_reasons"
-    # idle at gen 1 of 3: a note, not a problem
+    # idle at gen 1 of 3, one retired page, one lifetime DBE: notes, not problems
     assert facts["health"] == []
-    assert [n["code"] for n in facts["health_notes"]] == ["pcie-gen-idle-downtrain"]
-    assert facts["health_notes"][0]["gpu"] == 0
+    assert [n["code"] for n in facts["health_notes"]] == [
+        "pcie-gen-idle-downtrain",
+        "retired-pages",
+        "ecc-uncorrected-aggregate",
+    ]
+    assert {n["gpu"] for n in facts["health_notes"]} == {0}
     assert "gen 1 of 3 while idle" in facts["health_notes"][0]["message"]
+    retired = facts["health_notes"][1]["message"]
+    assert "1 retired page(s) (0 for single-bit, 1 for double-bit" in retired
 
 
 def test_v100_pending_page_retirement():
@@ -338,8 +357,11 @@ def test_degraded_host_health():
     assert "350.0 W" in messages["power-slowdown"]
     # GPU 1 idles at gen 1: informational only
     assert gpu1["clock_event_reasons_active"] == ["gpu_idle"]
+    # GPU 0's one remapped row and two lifetime uncorrectable errors are notes
     assert [(n["code"], n["gpu"]) for n in facts["health_notes"]] == [
-        ("pcie-gen-idle-downtrain", 1)
+        ("remapped-rows-uncorrectable", 0),
+        ("ecc-uncorrected-aggregate", 0),
+        ("pcie-gen-idle-downtrain", 1),
     ]
     assert facts["topology"]["matrix"] == {"GPU0": {"GPU1": "SYS"}, "GPU1": {"GPU0": "SYS"}}
     assert facts["topology"]["all_nvlink"] is False
@@ -353,7 +375,7 @@ def test_width_drop_at_idle_is_still_a_problem():
     facts = ns.build_facts(xml)
     assert [h["code"] for h in facts["health"]] == ["pcie-link-degraded"]
     assert "while busy" not in facts["health"][0]["message"]
-    assert facts["health_notes"] == []
+    assert "pcie-gen-idle-downtrain" not in [n["code"] for n in facts["health_notes"]]
 
 
 def test_remap_failure_and_hw_slowdown_and_power_brake():

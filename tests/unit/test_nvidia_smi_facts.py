@@ -1,7 +1,10 @@
 """library/nvidia_smi_facts.py, in process and end to end through `ansible localhost -m`.
 
 nvidia-smi is the stand-in tests/fixtures/bin/nvidia-smi, which prints the real H200
-captures or a constructed case chosen by KINDLING_FAKE_SMI.
+captures or a constructed case chosen by KINDLING_FAKE_SMI. journalctl and dmesg are
+stand-ins written per test (the ``kernel_log`` fixture, first on PATH): by default
+journalctl prints a constructed boot log without Xid events; tests that need them print
+the real kernel-log captures of tests/fixtures/captures/kernel-log-xid/.
 """
 
 from __future__ import annotations
@@ -21,6 +24,51 @@ from conftest import CAPTURES, REPO_ROOT
 
 BIN = REPO_ROOT / "tests" / "fixtures" / "bin"
 FAKE_SMI = str(BIN / "nvidia-smi")
+KLOG = REPO_ROOT / "tests" / "fixtures" / "captures" / "kernel-log-xid"
+#: CONSTRUCTED: a boot without Xid events, as journalctl -o short-monotonic prints it
+BOOT_LOG = (
+    "[    0.000000] gpu-host kernel: Linux version 6.8.0-87-generic\n"
+    "[    5.934455] gpu-host kernel: NVRM: loading NVIDIA UNIX Open Kernel Module  580.159.04\n"
+)
+BOOT_KLOG = {"text": BOOT_LOG, "source": "journalctl", "error": None}
+
+
+class KernelLog:
+    """Stand-in journalctl and dmesg in a directory put first on PATH."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.journal = f"{directory}/journalctl -k -b 0 --no-pager -o short-monotonic"
+        self.dmesg = f"{directory}/dmesg"
+
+    def set(self, name: str, out: str = "", err: str = "", rc: int = 0, hang: bool = False):
+        (self.dir / f"{name}.out").write_text(out)
+        (self.dir / f"{name}.err").write_text(err)
+        path = self.dir / name
+        path.write_text(
+            "#!/bin/sh\n"
+            f'echo "$*" >> "{self.dir}/{name}.calls"\n'
+            + ("sleep 30\n" if hang else "")
+            + f'cat "{self.dir}/{name}.out"\ncat "{self.dir}/{name}.err" >&2\nexit {rc}\n'
+        )
+        path.chmod(0o755)
+
+    def calls(self, name: str) -> list:
+        log = self.dir / f"{name}.calls"
+        return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(autouse=True)
+def kernel_log(monkeypatch, tmp_path):
+    """Every test reads the stand-ins, never this machine's kernel log."""
+    directory = tmp_path / "klog-bin"
+    directory.mkdir()
+    stand_in = KernelLog(directory)
+    stand_in.set("journalctl", BOOT_LOG)
+    stand_in.set("dmesg", "")
+    monkeypatch.setenv("PATH", f"{directory}:{os.environ['PATH']}")
+    monkeypatch.setattr(nvidia_smi_facts, "TOOL_DIRS", [])
+    return stand_in
 
 
 def run_module(args, capsys):
@@ -60,19 +108,26 @@ def script(tmp_path: Path, name: str, body: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def test_h200_capture(fake_smi, capsys):
+def test_h200_capture(fake_smi, capsys, kernel_log):
     calls = fake_smi("h200")
     failed, result = run_module({"nvidia_smi_path": FAKE_SMI}, capsys)
     assert not failed and result["changed"] is False
     facts = smi_facts(result)
     expected = build_facts(
-        (CAPTURES / "nvidia-smi-q.xml").read_text(), (CAPTURES / "query-full.csv").read_text()
+        (CAPTURES / "nvidia-smi-q.xml").read_text(),
+        (CAPTURES / "query-full.csv").read_text(),
+        kernel_log=BOOT_KLOG,
     )
-    assert facts == expected
+    assert {k: v for k, v in facts.items() if k != "fabric"} == expected
+    assert facts["health"] == [] and facts["health_notes"] == []
+    assert facts["xid_events"] == [] and facts["kernel_log_source"] == "journalctl"
+    assert kernel_log.calls("dmesg") == []  # journalctl had this boot's messages
+    assert facts["fabric"]["needs_fabric_manager"] is False  # one H200, fabric N/A
     assert facts["gpus"][0]["compute_capability"] == "9.0"
     assert facts["topology"] is None  # one GPU: topo -m is not run
     assert result["commands"] == [
         f"{FAKE_SMI} -q -x",
+        kernel_log.journal,
         f"{FAKE_SMI} --query-gpu=index,pci.bus_id,uuid,compute_cap --format=csv",
     ]
     assert calls() == ["-q -x", "--query-gpu=index,pci.bus_id,uuid,compute_cap --format=csv"]
@@ -90,6 +145,7 @@ def test_eight_gpu_nvlink_host_runs_topo_once(fake_smi, capsys):
         "-q -x",
         "--query-gpu=index,pci.bus_id,uuid,compute_cap --format=csv",
         "topo -m",
+        "nvlink -s",
     ]
 
 
@@ -102,7 +158,11 @@ def test_470_driver_without_compute_cap_field(fake_smi, capsys):
     assert facts["gpus"][0]["compute_capability"] == "7.0"
     assert facts["gpus"][0]["compute_capability_source"] == "name"
     assert facts["health"] == []
-    assert [n["code"] for n in facts["health_notes"]] == ["pcie-gen-idle-downtrain"]
+    assert [n["code"] for n in facts["health_notes"]] == [
+        "pcie-gen-idle-downtrain",
+        "retired-pages",
+        "ecc-uncorrected-aggregate",
+    ]
 
 
 def test_mig(fake_smi, capsys):
@@ -238,7 +298,8 @@ def test_zero_gpus_in_xml(tmp_path, capsys):
     )
     failed, result = run_module({"nvidia_smi_path": path}, capsys)
     assert not failed
-    assert result["commands"] == [f"{path} -q -x"]  # no query, no topo for 0 GPUs
+    assert result["commands"][0] == f"{path} -q -x"
+    assert not any("--query-gpu" in c or " topo" in c for c in result["commands"])
     assert smi_facts(result)["gpu_count"] == 0
     failed, result = run_module({"nvidia_smi_path": path, "require": True}, capsys)
     assert failed and "reports no GPU" in result["msg"]
@@ -278,12 +339,138 @@ def test_check_mode_is_the_same(fake_smi, capsys):
         ({"timeout": 0}, "timeout must be at least 1 second"),
         ({"timeout": "soon"}, "timeout"),
         ({"require": "maybe"}, "require"),
+        ({"read_kernel_log": "maybe"}, "read_kernel_log"),
         ({"bogus": 1}, "bogus"),
     ],
 )
 def test_argument_validation(args, text, capsys):
     failed, result = run_module(args, capsys)
     assert failed and text in result["msg"]
+
+
+# ---------------------------------------------------------------------------
+# The kernel log: Xid events, fallbacks, errors
+# ---------------------------------------------------------------------------
+
+
+def test_xid_79_of_a_listed_gpu_fails_health(fake_smi, capsys, kernel_log):
+    fake_smi("h100-8gpu")
+    # CONSTRUCTED: an Xid 79 for GPU 0 of the 8-GPU case (00000000:18:00.0), twice
+    line = (
+        "[ {}] gpu-host kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
+        "GPU has fallen off the bus.\n"
+    )
+    kernel_log.set("journalctl", BOOT_LOG + line.format("1843.308145") + line.format("1843.308200"))
+    failed, result = run_module({"nvidia_smi_path": FAKE_SMI, "require": True}, capsys)
+    assert not failed  # health problems are reported, not fatal
+    facts = smi_facts(result)
+    assert facts["kernel_log_source"] == "journalctl" and facts["xid_error"] is None
+    (event,) = facts["xid_events"]
+    assert (event["xid"], event["gpu"], event["pci_bus_id"], event["count"]) == (
+        79,
+        0,
+        "00000000:18:00.0",
+        2,
+    )
+    assert (event["first_seen"], event["last_seen"]) == ("1843.308145", "1843.308200")
+    assert (event["severity"], event["action"], event["processes"]) == (
+        "failing",
+        "reboot",
+        ["python"],
+    )
+    xid = [h for h in facts["health"] if h["code"] == "xid-79"]
+    assert len(xid) == 1 and xid[0]["gpu"] == 0
+    assert "2 time(s) since boot (first 1843.308145, last 1843.308200)" in xid[0]["message"]
+
+
+def test_an_empty_journal_falls_back_to_dmesg(fake_smi, capsys, kernel_log):
+    fake_smi("h200")
+    kernel_log.set("journalctl", "-- No entries --\n", err="No journal files were found.\n")
+    kernel_log.set("dmesg", (KLOG / "gpud-dmesg-T-xid119.log").read_text())
+    _, result = run_module({"nvidia_smi_path": FAKE_SMI}, capsys)
+    facts = smi_facts(result)
+    assert facts["kernel_log_source"] == "dmesg" and facts["xid_error"] is None
+    assert result["commands"][1:3] == [kernel_log.journal, kernel_log.dmesg]
+    (event,) = facts["xid_events"]
+    assert (event["xid"], event["count"], event["gpu"]) == (119, 5, None)  # not the H200's bus
+    assert [h["code"] for h in facts["health"]] == ["xid-119"]
+    assert "The GPU at 00000000:9B:00 (not listed by nvidia-smi)" in facts["health"][0]["message"]
+
+
+def test_a_kernel_log_nobody_may_read_is_a_note_not_a_failure(fake_smi, capsys, kernel_log):
+    fake_smi("h200")
+    kernel_log.set("journalctl", "", err="Failed to open journal: Permission denied\n", rc=1)
+    kernel_log.set(
+        "dmesg", "", err="dmesg: read kernel buffer failed: Operation not permitted\n", rc=1
+    )
+    failed, result = run_module({"nvidia_smi_path": FAKE_SMI, "require": True}, capsys)
+    assert not failed
+    facts = smi_facts(result)
+    assert facts["kernel_log_source"] is None and facts["xid_events"] == []
+    assert facts["xid_error"] == (
+        "journalctl failed (rc=1): Failed to open journal: Permission denied; "
+        "dmesg failed (rc=1): dmesg: read kernel buffer failed: Operation not permitted"
+    )
+    assert facts["health"] == []
+    assert [n["code"] for n in facts["health_notes"]] == ["kernel-log-unreadable"]
+    assert "become: true" in facts["health_notes"][0]["message"]
+
+
+def test_a_hanging_journalctl_times_out(fake_smi, capsys, kernel_log):
+    fake_smi("h200")
+    kernel_log.set("journalctl", BOOT_LOG, hang=True)
+    kernel_log.set("dmesg", (KLOG / "akash-209-dmesg-T-xid79.log").read_text())
+    _, result = run_module({"nvidia_smi_path": FAKE_SMI, "timeout": 1}, capsys)
+    facts = smi_facts(result)
+    assert facts["kernel_log_source"] == "dmesg"
+    assert [h["code"] for h in facts["health"]] == ["xid-79"]
+
+
+def test_without_journalctl_and_dmesg(fake_smi, capsys, monkeypatch):
+    fake_smi("h200")
+    monkeypatch.setattr(nvidia_smi_facts, "_tool", lambda name: None)  # this machine has both
+    _, result = run_module({"nvidia_smi_path": FAKE_SMI}, capsys)
+    facts = smi_facts(result)
+    assert facts["xid_error"] == "journalctl not found; dmesg not found"
+    assert [n["code"] for n in facts["health_notes"]] == ["kernel-log-unreadable"]
+
+
+def test_read_kernel_log_false_reads_nothing(fake_smi, capsys, kernel_log):
+    fake_smi("h200")
+    kernel_log.set("journalctl", (KLOG / "akash-209-dmesg-T-xid79.log").read_text())
+    _, result = run_module({"nvidia_smi_path": FAKE_SMI, "read_kernel_log": False}, capsys)
+    facts = smi_facts(result)
+    assert (facts["xid_events"], facts["kernel_log_source"], facts["xid_error"]) == ([], None, None)
+    assert facts["health"] == [] and facts["health_notes"] == []
+    assert kernel_log.calls("journalctl") == [] and kernel_log.calls("dmesg") == []
+    assert not any("journalctl" in c or "dmesg" in c for c in result["commands"])
+
+
+def test_a_lost_gpu_reports_its_xid_79(fake_smi, capsys, kernel_log):
+    fake_smi("gpu-lost")
+    kernel_log.set("journalctl", (KLOG / "ogkm-1151-journal-xid79.log").read_text())
+    failed, result = run_module({"nvidia_smi_path": FAKE_SMI}, capsys)
+    assert not failed
+    facts = smi_facts(result)
+    assert facts["error"]["kind"] == "gpu_lost" and facts["gpus"] == []
+    assert [h["code"] for h in facts["health"]] == ["xid-79"]
+    assert facts["xid_events"][0]["first_seen"] == "May 18 19:02:39"
+    assert kernel_log.calls("journalctl") == ["-k -b 0 --no-pager -o short-monotonic"]
+
+
+def test_tools_are_found_on_path_then_in_the_usual_dirs(monkeypatch, kernel_log):
+    assert nvidia_smi_facts._tool("journalctl") == f"{kernel_log.dir}/journalctl"
+    monkeypatch.setenv("PATH", "")
+    assert nvidia_smi_facts._tool("journalctl") is None
+    monkeypatch.setattr(nvidia_smi_facts, "TOOL_DIRS", [str(kernel_log.dir)])
+    assert nvidia_smi_facts._tool("dmesg") == f"{kernel_log.dir}/dmesg"
+
+
+def test_no_nvidia_smi_no_kernel_log(tmp_path, capsys, kernel_log):
+    _, result = run_module({"nvidia_smi_path": str(tmp_path / "none")}, capsys)
+    facts = smi_facts(result)
+    assert facts["present"] is False and facts["kernel_log_source"] is None
+    assert kernel_log.calls("journalctl") == []
 
 
 # ---------------------------------------------------------------------------
@@ -347,9 +534,12 @@ def test_e2e_h200_capture(tmp_path):
     assert not result.get("failed")
     facts = result["ansible_facts"]["nvidia_smi"]
     expected = build_facts(
-        (CAPTURES / "nvidia-smi-q.xml").read_text(), (CAPTURES / "query-full.csv").read_text()
+        (CAPTURES / "nvidia-smi-q.xml").read_text(),
+        (CAPTURES / "query-full.csv").read_text(),
+        kernel_log=BOOT_KLOG,
     )
-    assert facts == expected
+    assert {k: v for k, v in facts.items() if k != "fabric"} == expected
+    assert facts["health"] == [] and facts["kernel_log_source"] == "journalctl"
     assert facts["driver_version"] == "580.159.04"
     assert facts["cuda_driver_version"] == "13.0"
     gpu = facts["gpus"][0]
@@ -374,7 +564,9 @@ def test_e2e_eight_gpus(tmp_path):
     facts = result["ansible_facts"]["nvidia_smi"]
     assert facts["gpu_count"] == 8
     assert facts["topology"]["link_types"] == ["NV18"]
-    assert len(result["commands"]) == 3
+    smi_calls = [c for c in result["commands"] if "nvidia-smi" in c]
+    assert len(smi_calls) == 4  # -q -x, --query-gpu, topo -m, nvlink -s
+    assert facts["fabric"]["nvlinks_up"] == {str(i): 18 for i in range(8)}
 
 
 @pytest.mark.slow

@@ -148,4 +148,10 @@ def test_module_on_a_host_without_nvidia_devices(tmp_path, monkeypatch, capsys):
     failed, result = run_module({"sysfs_root": str(tmp_path / "nothing")}, capsys)
     assert not failed
     facts = result["ansible_facts"]["nvidia_pci"]
-    assert facts == {"gpus": [], "gpu_count": 0, "nvswitches": [], "present": False}
+    assert {k: facts[k] for k in ("gpus", "gpu_count", "nvswitches", "present")} == {
+        "gpus": [],
+        "gpu_count": 0,
+        "nvswitches": [],
+        "present": False,
+    }
+    assert facts["nvswitch_count"] == 0 and facts["fabric_manager_needed_by_pci"] is False

@@ -54,7 +54,7 @@ from ansible.module_utils.persistenced import dropin, exec_start_argv, persisten
 from ansible.module_utils.role_inputs import SHAPES, check_role
 from ansible.module_utils.stack_plan import distro_toolkit, plan_packages
 from ansible.module_utils.vendor_catalogue import CATALOGUE
-from conftest import REPO_ROOT
+from conftest import CAPTURES, REPO_ROOT
 
 CONTEXT = {"machine": "x86_64", "conda_pytorch_channel_last_series": "2.5"}
 # What the controller knows of the host and play, for the templates that read it.
@@ -1396,3 +1396,122 @@ def test_every_host_template_is_covered():
         str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "roles").glob("*/templates/*.j2")
     }
     assert present - covered == {"roles/gpu_check/templates/gpu-check.md.j2"}
+
+
+# --- The controller's throughput report (gpu-check.md, gpu-check.json) shows the health codes
+
+XID_LOG = (  # CONSTRUCTED kernel-log lines for the real H200 capture's GPU 0
+    "[  700.500] h200 kernel: NVRM: Xid (PCI:0000:00:06): 13, pid=99, name=python, "
+    "Graphics SM Warp Exception\n"
+    "[  812.001] h200 kernel: NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python, "
+    "GPU has fallen off the bus.\n"
+)
+
+
+def gpu_check_vars(verdict: str) -> Dict[str, Any]:
+    """What report.yml and gpu-check.md.j2 see after the gpu_throughput task, as it returns."""
+    from ansible.module_utils import gpu_health, nvidia_smi
+
+    facts = nvidia_smi.build_facts(
+        (CAPTURES / "nvidia-smi-q.xml").read_text(),
+        (CAPTURES / "query-full.csv").read_text(),
+        kernel_log={"text": XID_LOG, "source": "journalctl", "error": None},
+    )
+    codes = gpu_health.report_codes(facts["health"], facts["health_notes"])
+    judgement = {
+        "amp_fp16_cl": {"img_s": 6150.0, "reference": 6180.0, "ratio": 0.995, "status": "pass",
+                        "reason": None, "source": "Kindling H200 measurements 2026-11-29"},
+    }  # fmt: skip
+    result = {
+        "verdict": verdict,
+        "summary": "NVIDIA H200 (h200); PASS: 1 pass, 0 fail, 0 unknown, 0 skipped",
+        "tolerance": 0.8,
+        "gpu_key": "h200",
+        "gpu_name": "NVIDIA H200",
+        "failed_modes": [],
+        "diagnosis": [],
+        "judgement": judgement,
+        "throughput": {"environment": {"gpu_count": 1},
+                       "modes": {"amp_fp16_cl": {"batch_size": 256}}},
+        "health_codes": codes,
+        "health_line": gpu_health.health_line(codes),
+    }  # fmt: skip
+    variables = copy.deepcopy(COMMON)
+    variables["ansible_facts"].update(nvidia_smi=facts, torch_cuda={"torch_version": "2.11.0"})
+    variables.update(
+        gpu_check_result=result, gpu_check_profile="quick", gpu_check_report_dir="/reports"
+    )
+    return variables
+
+
+def report_task(name: str) -> Dict[str, Any]:
+    tasks = role_file("gpu_check", "tasks/report.yml")
+    for task in tasks[0]["block"] + tasks[1:]:
+        if task["name"] == name:
+            return task
+    raise KeyError(name)
+
+
+def test_the_markdown_report_shows_the_health_codes_beside_the_verdict():
+    variables = gpu_check_vars("pass")
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    lines = text.splitlines()
+    verdict = lines.index(
+        "- Verdict: **PASS** (NVIDIA H200 (h200); PASS: 1 pass, 0 fail, 0 unknown, 0 skipped)"
+    )
+    # The verdict line, then the codes: the failing one first, each with its GPU and remedy.
+    assert lines[verdict + 1] == (
+        "- GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0) "
+        "(explained in docs/HEALTH_CODES.md)"
+    )
+    assert lines[verdict + 2].startswith(
+        "  - **failing** `xid-79` (GPU 0): The GPU no longer answers on PCIe: reboot the host"
+    )
+    assert lines[verdict + 3].startswith("  - note `xid-13` (GPU 0): An application error")
+    assert lines[verdict + 4].startswith("- GPU: 1 x NVIDIA H200, driver 580.159.04")
+    assert "| amp_fp16_cl | 256 | 6150 | 6180 | 0.99 | pass |" in text
+
+
+def test_the_markdown_report_of_a_healthy_host_says_so():
+    variables = gpu_check_vars("pass")
+    variables["gpu_check_result"].update(health_codes=[], health_line="GPU health: no findings")
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    lines = text.splitlines()
+    assert lines[lines.index("- GPU health: no findings") - 1].startswith("- Verdict: **PASS**")
+    assert "**failing**" not in text and "HEALTH_CODES" not in text
+
+
+def test_the_json_report_and_the_slow_host_message_carry_the_codes():
+    variables = gpu_check_vars("fail")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    report = templar.template(report_task("Write the JSON report")["vars"]["gpu_check_report"])
+    assert [(h["code"], h["gpu"], h["severity"]) for h in report["health"]] == [
+        ("xid-79", 0, "failing")
+    ]
+    assert [(h["code"], h["severity"]) for h in report["health_notes"]] == [
+        ("xid-13", "informational")
+    ]
+    assert set(report["health"][0]) >= {"code", "gpu", "severity", "message", "remediation"}
+    assert report["health_summary"] == "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0)"
+    assert report["nvidia_smi"]["health"][0]["code"] == "xid-79"  # the whole fact, as before
+    summary = templar.template(
+        report_task("Summarise the throughput check")["ansible.builtin.debug"]["msg"]
+    )
+    assert summary[1] == "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0)"
+    message = templar.template(
+        report_task("Fail a host that trains slower than its GPUs should")["ansible.builtin.fail"][
+            "msg"
+        ]
+    )
+    assert message.startswith("gpu1.example.com is slow: NVIDIA H200 (h200); PASS")
+    assert (
+        "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0). Likely causes: none" in message
+    )

@@ -2,7 +2,8 @@
 # Run Kindling's GPU-path checks on a GPU machine that has torch but no Ansible
 # (the project's H200 test machine). Ansible travels as wheels in .whl/ (see
 # docs/DEVELOPMENT.md "GPU machine"); results land in $OUT (default ./gpu-run-out).
-#   tools/device/run-on-gpu.sh facts        ansible localhost -m nvidia_smi_facts / torch_cuda_facts
+#   tools/device/run-on-gpu.sh facts        ansible localhost -m nvidia_smi_facts, torch_cuda_facts,
+#                                           nvidia_kernel_module_facts, nvidia_pci_facts, cuda_init_facts
 #   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark with ARGS
 #   tools/device/run-on-gpu.sh play FILE [ARGS]  ansible-playbook FILE -i inventories/preinstalled ARGS
 set -uo pipefail
@@ -33,6 +34,8 @@ case "$what" in
       -a "python=$(command -v python3) require_cuda=true expect_gpus=1" 2>&1 | tee "$OUT/torch_cuda_facts.txt"
     ansible localhost -i inventories/preinstalled -m nvidia_kernel_module_facts 2>&1 \
       | tee "$OUT/nvidia_kernel_module_facts.txt"
+    ansible localhost -i inventories/preinstalled -m nvidia_pci_facts 2>&1 | tee "$OUT/nvidia_pci_facts.txt"
+    ansible localhost -i inventories/preinstalled -m cuda_init_facts 2>&1 | tee "$OUT/cuda_init_facts.txt"
     ;;
   bench)
     python3 roles/gpu_check/files/gpu_throughput.py "$@"
