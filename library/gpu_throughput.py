@@ -15,8 +15,16 @@ description:
   - Each reference row names its source. These are the seed article's A100 table
     (C(seed 001 section 7)), published numbers (Lambda's deeplearning-benchmark, NVIDIA
     DeepLearningExamples), or this project's own H200 measurements.
-  - A mode passes when measured / reference reaches O(tolerance). A GPU model or mode
-    without a reference row is reported as V(unknown) and never fails.
+  - A mode passes when measured / reference reaches O(tolerance). The reference is a
+    measured row, or for a GPU no row measures a rate derived from its datasheet, judged
+    at a wider tolerance (C(docs/BENCHMARKS.md)).
+  - Every mode and probe ends as V(pass), V(fail) or V(not_run), with a reason. A mode
+    without a reference is measured and reported as V(not_run); with O(require_all) any
+    V(not_run) fails the host.
+  - On a host with several GPUs the program measures every GPU at once, one process per
+    GPU. Each GPU gets its own img/s, ratio and verdict, and a GPU more than O(gpu_margin)
+    below the median of the host's other GPUs fails the host, with its index, bus id and
+    likely cause, even where the table passes it.
   - A failing host gets one message. It names each slow mode with measured vs reference,
     and the likely causes that the O(nvidia_smi) and O(torch_cuda) facts show.
     Those causes are a downgraded PCIe link, throttled clocks, MIG on, other processes
@@ -101,15 +109,30 @@ options:
       - These facts are verdict, arch_list, built_cuda_version and cuda_available.
     type: dict
   fail_on_slow:
-    description: Fail the task when a mode is slow or could not run; with V(false) it only warns.
+    description: Fail the task when the verdict is V(fail); with V(false) it only warns.
     type: bool
     default: true
+  require_all:
+    description: Count every mode or probe that did not run (V(not_run)) as a failure.
+    type: bool
+    default: false
+  gpu_margin:
+    description:
+      - A GPU more than this fraction below the median of the host's other GPUs, in any
+        mode, fails the host (0 < gpu_margin < 1).
+    type: float
+    default: 0.1
   timeout:
     description: Seconds the program may run before it is killed and the task fails.
     type: int
     default: 600
   output_dir:
     description: Directory on the host where the JSON report is kept, as C(gpu_throughput.json).
+    type: path
+  progress_file:
+    description:
+      - File on the host that the program keeps up to date with the step running now and
+        the steps done (C(--progress)); M(gpu_throughput_progress) reads it.
     type: path
 attributes:
   check_mode:
@@ -184,17 +207,40 @@ throughput:
       description: Wall time of the program.
       type: float
 judgement:
-  description: >-
-    Per mode, img_s (per GPU for ddp), reference, ratio, status (pass, fail, unknown or
-    skipped), source, reference_batch, mfu and reason.
+  description:
+    - Per mode (the host's median GPU), img_s (per GPU for ddp), reference,
+      reference_basis (measured or derived), tolerance, ratio, status (pass, fail or
+      not_run), source, reference_batch, mfu and reason.
   returned: when the program ran
   type: dict
+gpus:
+  description:
+    - Per measured GPU, its index, name, bus_id, verdict, outliers and modes (each judged
+      as in RV(judgement), plus host_median and vs_host, its ratio to the median of the
+      host's other GPUs).
+  returned: when the program ran
+  type: list
+  elements: dict
+gpu_outliers:
+  description: The GPUs that trail the host's other GPUs by more than O(gpu_margin), per mode.
+  returned: when the program ran
+  type: list
+  elements: dict
+probes_judged:
+  description: Per probe, its status (pass, fail or not_run) and reason.
+  returned: when the program ran
+  type: dict
+not_run:
+  description: The modes and probes that did not run or could not be judged.
+  returned: when the program ran
+  type: list
+  elements: str
 verdict:
-  description: pass, fail, or unknown (nothing judged).
+  description: pass, fail, or not_run (nothing judged).
   returned: when the program ran
   type: str
 counts:
-  description: How many modes passed, failed, were unknown and were skipped.
+  description: How many modes and probes passed, failed and did not run.
   returned: when the program ran
   type: dict
 tolerance:
@@ -280,11 +326,13 @@ from ansible.module_utils.gpu_health import (  # noqa: E402
     report_codes,
 )
 from ansible.module_utils.gpu_throughput_ref import (  # noqa: E402
+    DEFAULT_GPU_MARGIN,
     DEFAULT_TOLERANCE,
     diagnose,
     failure_message,
     gpu_model_key,
     judge_report,
+    outlier_causes,
     peak_tflops_arg,
     summary_line,
 )
@@ -336,6 +384,8 @@ def build_command(params, known_key):
             cmd += ["--max-seconds", f"{max(1.0, budget):g}"]
     if params["output_dir"]:
         cmd += ["--output", os.path.join(params["output_dir"], "gpu_throughput.json")]
+    if params.get("progress_file"):
+        cmd += ["--progress", params["progress_file"]]
     return cmd + extra
 
 
@@ -380,6 +430,21 @@ def gpu_name_from(params, report):
     return None
 
 
+def fill_bus_ids(report, facts):
+    """Each measured GPU's bus id from the nvidia-smi facts where torch did not give it.
+
+    The program numbers GPUs in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as
+    nvidia-smi does, so GPU i of the report is GPU i of the facts.
+    """
+    by_index = {}
+    for gpu in (facts or {}).get("gpus") or []:
+        if isinstance(gpu, dict) and gpu.get("index") is not None:
+            by_index[str(gpu["index"])] = gpu.get("pci_bus_id")
+    for gpu in report.get("per_gpu") or []:
+        if not gpu.get("bus_id"):
+            gpu["bus_id"] = by_index.get(str(gpu.get("index")))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -397,8 +462,11 @@ def main():
             nvidia_smi=dict(type="dict"),
             torch_cuda=dict(type="dict"),
             fail_on_slow=dict(type="bool", default=True),
+            require_all=dict(type="bool", default=False),
+            gpu_margin=dict(type="float", default=DEFAULT_GPU_MARGIN),
             timeout=dict(type="int", default=600),
             output_dir=dict(type="path"),
+            progress_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -415,6 +483,8 @@ def main():
     )
     if not 0 < p["tolerance"] <= 1:
         module.fail_json(msg=f"tolerance must be in (0, 1], got {p['tolerance']}", **result)
+    if not 0 < p["gpu_margin"] < 1:
+        module.fail_json(msg=f"gpu_margin must be in (0, 1), got {p['gpu_margin']}", **result)
     if p["timeout"] < 1:
         module.fail_json(msg=f"timeout must be >= 1 second, got {p['timeout']}", **result)
     for name in ("batch_size", "image_size"):
@@ -446,6 +516,14 @@ def main():
         except OSError as exc:
             module.fail_json(msg=f"cannot create output_dir {p['output_dir']}: {exc}", **result)
 
+    if p["progress_file"]:
+        # A stale file from the last run would be read as this run's progress.
+        try:
+            os.unlink(p["progress_file"])
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            module.fail_json(msg=f"cannot remove the old progress_file: {exc}", **result)
     known_name = p["gpu_name_override"] or gpu_name_from(p, None)
     known_key = gpu_model_key(known_name) if known_name else None
     cmd = build_command(p, known_key)
@@ -487,15 +565,22 @@ def main():
         )
     gpu_name = gpu_name_from(p, report)
     gpu_key = gpu_model_key(gpu_name)
-    judged = judge_report(report, gpu_key, p["tolerance"])
+    fill_bus_ids(report, p["nvidia_smi"])
+    judged = judge_report(report, gpu_key, p["tolerance"], p["require_all"], p["gpu_margin"])
     names = {g.get("name") for g in (report.get("environment") or {}).get("gpus") or []}
     if len(names) > 1:
         module.warn(f"this host mixes GPU models {sorted(names)}; judged as {gpu_name}")
     failed = judged["failed_modes"]
-    causes = diagnose(failed, p["nvidia_smi"], p["torch_cuda"], report)
+    causes = outlier_causes(judged, p["nvidia_smi"])
+    causes += diagnose(failed, p["nvidia_smi"], p["torch_cuda"], report)
     result.update(
         throughput=report,
         judgement=judged["modes"],
+        gpus=judged["gpus"],
+        gpu_outliers=judged["gpu_outliers"],
+        probes_judged=judged["probes"],
+        not_run=judged["not_run"],
+        require_all=p["require_all"],
         verdict=judged["verdict"],
         gpu_key=gpu_key,
         gpu_name=gpu_name,
@@ -506,7 +591,7 @@ def main():
         summary=summary_line(judged, gpu_name),
         module_seconds=round(time.monotonic() - started, 2),
     )
-    if failed:
+    if judged["verdict"] == "fail":
         message = failure_message(judged, causes, gpu_name)
         failing = [row for row in codes if row["severity"] == FAILING]
         if failing:

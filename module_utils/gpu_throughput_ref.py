@@ -2,40 +2,51 @@
 
 ``library/gpu_throughput.py`` runs ``roles/gpu_check/files/gpu_throughput.py`` on a host
 and hands its JSON report to :func:`judge_report`. Each mode's measured images/s is
-divided by the reference row for (GPU model key, mode); the mode passes when the ratio
-reaches the tolerance (default 0.80). A GPU model or mode without a row is ``unknown``:
-it is reported, never failed. :func:`diagnose` turns ``ansible_facts.nvidia_smi`` and
-``ansible_facts.torch_cuda`` into the likely causes of a slow mode.
+divided by the reference for (GPU model key, mode); the mode passes when the ratio
+reaches the tolerance (default 0.80). :func:`diagnose` turns ``ansible_facts.nvidia_smi``
+and ``ansible_facts.torch_cuda`` into the likely causes of a slow mode.
 
-Every reference row names its source:
-- "seed 001 section 7": the seed article's A100 40G table (FP32 bs256 380 img/s, AMP
-  bs512 720, 4-GPU DDP AMP 2,800);
-- published numbers collected in shared/notes/PERF_REFERENCES.md (Lambda's
-  deeplearning-benchmark CSVs, NVIDIA DeepLearningExamples);
-- "Kindling H200 measurements 2026-11-29": this project's own program on an H200
-  (shared/notes/TESTBED.md).
+The references are data: ``throughput_references`` and ``throughput_gpus`` of
+data/vendor_catalogue.yml (generated into module_utils/vendor_catalogue.py), every row
+with its source and the software that measured it. A reference is
+
+- ``measured``: a row of the table (Lambda's benchmark, NVIDIA's DeepLearningExamples,
+  the seed article, this project's own H200 runs);
+- ``derived``: where no row measures (gpu, mode), a rate from the GPU's datasheet
+  (dense TFLOP/s of the mode's precision and memory bandwidth), calibrated on the
+  measured rows of one harness (:func:`derived_model`), judged at a wider tolerance that
+  the calibration's own leave-one-out error sets;
+- none: the GPU has no datasheet row, or the mode no calibration: ``unknown``, reported,
+  never failed.
 
 Python 3.8 compatible, standard library only (it runs inside Ansible modules).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.gpu_compat import arch_coverage
+from ansible.module_utils.peer_baseline import judge_peers
+from ansible.module_utils.vendor_catalogue import CATALOGUE
 
-DEFAULT_TOLERANCE = 0.80
+_TABLE = CATALOGUE["throughput_references"]
+_GPUS = CATALOGUE["throughput_gpus"]
+
+DEFAULT_TOLERANCE = float(_TABLE["tolerance"])
+# A GPU more than this fraction below the median of the host's other GPUs in the same
+# mode is flagged (and fails the host), even where the table passes it.
+DEFAULT_GPU_MARGIN = 0.10
+# Every check and mode ends as one of these, with a reason unless it passed.
+STATUSES = ("pass", "fail", "not_run")
+_SEVERITY = {"fail": 2, "not_run": 1, "pass": 0}
 # ResNet-50 at 224x224: 4.11 GMAC forward, so ~24.7 GFLOP per image per training step.
 FLOP_PER_IMAGE = 24.7e9
-
-SOURCE_SEED = "seed 001 section 7"
-SOURCE_KINDLING_H200 = "Kindling H200 measurements 2026-11-29"
-SOURCE_LAMBDA = "lambdal/deeplearning-benchmark pytorch/*.csv (PERF_REFERENCES.md)"
-SOURCE_DLE = (
-    "NVIDIA DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md "
-    "(PERF_REFERENCES.md)"
-)
+HARNESSES: Dict[str, str] = dict(_TABLE["harnesses"])
+SOURCE_SEED = HARNESSES["seed"]
+SOURCE_KINDLING = HARNESSES["kindling"]
 
 # Mode names are the stable keys of the program's JSON ``modes`` object.
 MODE_ORDER = (
@@ -57,164 +68,287 @@ MODE_PRECISION = {
     "amp_bf16": "bf16",
     "amp_bf16_cl": "bf16",
 }
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 Row = Dict[str, Any]
 
 
-def _row(img_s: float, batch: int, source: str, note: str, **extra: Any) -> Row:
-    row: Row = {"img_s": float(img_s), "batch": batch, "source": source, "note": note}
-    row.update(extra)
+def _reference_row(raw: Mapping[str, Any]) -> Row:
+    row: Row = {
+        "img_s": float(raw["img_s"]),
+        "batch": int(raw["batch"]),
+        "harness": raw["harness"],
+        "source": HARNESSES[raw["harness"]],
+        "citation": raw["source"],
+        "note": raw["note"],
+        "basis": "measured",
+    }
+    for key in ("world_size", "total_img_s"):
+        if key in raw:
+            row[key] = raw[key]
     return row
+
+
+def _build_references() -> Dict[Tuple[str, str], Row]:
+    """(gpu key, mode) -> the first row of the table, the later ones as alternatives."""
+    out: Dict[Tuple[str, str], Row] = {}
+    for raw in _TABLE["rows"]:
+        key = (raw["gpu"], raw["mode"])
+        row = _reference_row(raw)
+        if key in out:
+            alt = {k: row[k] for k in ("img_s", "batch", "source", "note")}
+            out[key].setdefault("alternatives", []).append(alt)
+        else:
+            out[key] = row
+    return out
 
 
 # (GPU model key, mode) -> reference. img_s is per GPU; for ddp it is per GPU of the
 # DDP run (the seed's 4-GPU 2,800 img/s total = 700 per GPU).
-REFERENCES: Dict[Tuple[str, str], Row] = {
-    # --- A100 40GB: the seed's table, plus Lambda's SXM4 numbers where the seed has none.
-    ("a100-40gb", "fp32"): _row(380, 256, SOURCE_SEED, "single-GPU FP32, batch 256"),
-    ("a100-40gb", "tf32"): _row(
-        929, 360, SOURCE_LAMBDA, "A100 40GB SXM4; Lambda's 'FP32' runs with TF32 on Ampere"
-    ),
-    ("a100-40gb", "amp_fp16"): _row(
-        1455,
-        720,
-        SOURCE_LAMBDA,
-        "A100 40GB SXM4, AMP, NCHW; the seed's AMP row (720 img/s at batch 512) is the alternative",
-        alternatives=[{"img_s": 720.0, "batch": 512, "source": SOURCE_SEED}],
-    ),
-    ("a100-40gb", "ddp"): _row(
-        700,
-        512,
-        SOURCE_SEED,
-        "4-GPU DDP AMP 2,800 img/s total = 700 per GPU",
-        per_gpu=True,
-        world_size=4,
-        total_img_s=2800.0,
-    ),
-    # --- A100 80GB SXM4
-    ("a100-80gb", "tf32"): _row(
-        938,
-        256,
-        SOURCE_DLE,
-        "A100 80GB SXM4, TF32",
-        alternatives=[{"img_s": 1067.0, "batch": 640, "source": SOURCE_LAMBDA}],
-    ),
-    ("a100-80gb", "amp_fp16"): _row(1582, 1280, SOURCE_LAMBDA, "A100 80GB SXM4, AMP, NCHW"),
-    ("a100-80gb", "amp_fp16_cl"): _row(2470, 256, SOURCE_DLE, "A100 80GB SXM4, AMP, NHWC"),
-    # --- V100 16GB (SXM2)
-    ("v100-16gb", "fp32"): _row(
-        367,
-        112,
-        SOURCE_DLE,
-        "V100 16GB, FP32",
-        alternatives=[{"img_s": 369.0, "batch": 128, "source": SOURCE_LAMBDA}],
-    ),
-    ("v100-16gb", "amp_fp16"): _row(833, 256, SOURCE_LAMBDA, "V100 16GB, AMP, NCHW"),
-    ("v100-16gb", "amp_fp16_cl"): _row(1200, 256, SOURCE_DLE, "V100 16GB, AMP, NHWC"),
-    # --- H100 (Lambda publishes a range; the lower end is the reference)
-    ("h100-sxm", "tf32"): _row(
-        1754, 640, SOURCE_LAMBDA, "H100 80GB SXM5, 'FP32' (TF32), range 1,754-1,898"
-    ),
-    ("h100-sxm", "amp_fp16"): _row(
-        2616, 1280, SOURCE_LAMBDA, "H100 80GB SXM5, AMP, NCHW, range 2,616-2,791"
-    ),
-    ("h100-pcie", "tf32"): _row(
-        1182, 640, SOURCE_LAMBDA, "H100 80GB PCIe, 'FP32' (TF32), range 1,182-1,197"
-    ),
-    ("h100-pcie", "amp_fp16"): _row(
-        1851, 1280, SOURCE_LAMBDA, "H100 80GB PCIe, AMP, NCHW, range 1,851-1,866"
-    ),
-    # --- H200: this project's program on the GPU test machine (torch 2.11.0+cu130, driver
-    # 580.159.04), full profile, fused SGD: docs/benchmarks/2026-11-29/full-1xh200.json.
-    ("h200", "fp32"): _row(1064, 256, SOURCE_KINDLING_H200, "FP32, TF32 off"),
-    ("h200", "tf32"): _row(
-        2216,
-        256,
-        SOURCE_KINDLING_H200,
-        "TF32",
-        alternatives=[{"img_s": 2259.0, "batch": 1280, "source": SOURCE_LAMBDA}],
-    ),
-    ("h200", "amp_fp16"): _row(
-        3096,
-        256,
-        SOURCE_KINDLING_H200,
-        "AMP fp16, NCHW (the seed recipe)",
-        alternatives=[{"img_s": 3079.0, "batch": 2560, "source": SOURCE_LAMBDA}],
-    ),
-    ("h200", "amp_bf16"): _row(2452, 256, SOURCE_KINDLING_H200, "AMP bf16, NCHW"),
-    ("h200", "amp_bf16_cl"): _row(4703, 256, SOURCE_KINDLING_H200, "AMP bf16, channels_last"),
-    ("h200", "amp_fp16_cl"): _row(6180, 256, SOURCE_KINDLING_H200, "AMP fp16, channels_last"),
-    ("h200", "compile"): _row(
-        7557,
-        384,
-        SOURCE_KINDLING_H200,
-        "AMP fp16, channels_last, torch.compile default mode, step in a CUDA graph (58 s compile)",
-    ),
-}
+REFERENCES: Dict[Tuple[str, str], Row] = _build_references()
 
 # Same chip and clocks, different memory size: judged against the same rows.
-REFERENCE_ALIASES = {"v100-32gb": "v100-16gb"}
-
-# Peak dense TFLOP/s per precision (tensor cores for tf32/bf16/fp16; sparsity figures of
-# the datasheets halved). For MFU = img/s x 24.7 GFLOP / peak.
-PEAK_TFLOPS: Dict[str, Dict[str, Any]] = {
-    "h200": {
-        "fp32": 67.0,
-        "tf32": 494.5,
-        "bf16": 989.5,
-        "fp16": 989.5,
-        "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
-    },
-    "h200-nvl": {
-        "fp32": 60.0,
-        "tf32": 417.5,
-        "bf16": 835.5,
-        "fp16": 835.5,
-        "source": "NVIDIA H200 Tensor Core GPU datasheet (NVL)",
-    },
-    "h100-sxm": {
-        "fp32": 67.0,
-        "tf32": 494.5,
-        "bf16": 989.5,
-        "fp16": 989.5,
-        "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM)",
-    },
-    "h100-pcie": {
-        "fp32": 51.0,
-        "tf32": 378.0,
-        "bf16": 756.5,
-        "fp16": 756.5,
-        "source": "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
-    },
-    "h100-nvl": {
-        "fp32": 60.0,
-        "tf32": 417.5,
-        "bf16": 835.5,
-        "fp16": 835.5,
-        "source": "NVIDIA H100 Tensor Core GPU datasheet (NVL)",
-    },
-    "a100-40gb": {
-        "fp32": 19.5,
-        "tf32": 156.0,
-        "bf16": 312.0,
-        "fp16": 312.0,
-        "source": "NVIDIA A100 Tensor Core GPU datasheet",
-    },
-    "v100-16gb": {
-        "fp32": 15.7,
-        "fp16": 125.0,
-        "source": "NVIDIA V100 Tensor Core GPU datasheet (SXM2)",
-    },
-    "v100-pcie-16gb": {
-        "fp32": 14.0,
-        "fp16": 112.0,
-        "source": "NVIDIA V100 Tensor Core GPU datasheet (PCIe)",
-    },
+REFERENCE_ALIASES: Dict[str, str] = {
+    row["key"]: row["judge_as"] for row in _GPUS["rows"] if row.get("judge_as")
 }
-for _key in ("a100-80gb", "a100-pcie-40gb", "a100-pcie-80gb"):
-    PEAK_TFLOPS[_key] = dict(PEAK_TFLOPS["a100-40gb"])
-PEAK_TFLOPS["v100-32gb"] = dict(PEAK_TFLOPS["v100-16gb"])
-PEAK_TFLOPS["v100-pcie-32gb"] = dict(PEAK_TFLOPS["v100-pcie-16gb"])
+
+# Per GPU key: dense TFLOP/s per precision and memory bandwidth (GB/s), with the source.
+DATASHEETS: Dict[str, Dict[str, Any]] = {
+    row["key"]: dict(row["datasheet"], source=row["source"])
+    for row in _GPUS["rows"]
+    if row.get("datasheet")
+}
+# The GPU keys with a row in throughput_gpus, datasheet or not (A10G: no datasheet).
+KNOWN_GPUS = tuple(row["key"] for row in _GPUS["rows"])
+PEAK_TFLOPS: Dict[str, Dict[str, Any]] = {
+    key: {k: v for k, v in sheet.items() if k in (*PRECISIONS, "source")}
+    for key, sheet in DATASHEETS.items()
+}
+
+
+# ----------------------------------------------------------------------------- derived
+
+
+def _solve3(a: List[List[float]], b: List[float]) -> Optional[List[float]]:
+    """Solve a 3x3 linear system by Gaussian elimination with pivoting (None if singular)."""
+    m = [[*a[i], b[i]] for i in range(3)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) < 1e-12:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(3):
+            if r != col:
+                f = m[r][col] / m[col][col]
+                m[r] = [x - f * y for x, y in zip(m[r], m[col])]
+    return [m[i][3] / m[i][i] for i in range(3)]
+
+
+def _fit(points: Sequence[Tuple[float, float, float]]) -> Optional[List[float]]:
+    """Least squares of log(img_s) = log c + a log(peak) + b log(bandwidth).
+
+    points: (peak TFLOP/s, bandwidth GB/s, img/s). Returns [log c, a, b], or None.
+    """
+    rows = [(1.0, math.log(p), math.log(m), math.log(y)) for p, m, y in points]
+    ata = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    atb = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+    return _solve3(ata, atb)
+
+
+def _predict(coef: Sequence[float], peak: float, bandwidth: float) -> float:
+    return math.exp(coef[0] + coef[1] * math.log(peak) + coef[2] * math.log(bandwidth))
+
+
+def _calibration_points(mode: str) -> List[Tuple[str, float, float, float]]:
+    """(gpu, peak, bandwidth, img/s) of every calibration-harness row of the mode."""
+    precision = _TABLE["derived"]["modes"].get(mode)
+    harness = _TABLE["derived"]["calibration_harness"]
+    out = []
+    for raw in _TABLE["rows"]:
+        if raw["mode"] != mode or raw["harness"] != harness or not raw.get("calibrates", True):
+            continue
+        sheet = DATASHEETS.get(raw["gpu"], {})
+        if precision in sheet and sheet.get("memory_bandwidth_gbs"):
+            out.append(
+                (
+                    raw["gpu"],
+                    float(sheet[precision]),
+                    float(sheet["memory_bandwidth_gbs"]),
+                    float(raw["img_s"]),
+                )
+            )
+    return out
+
+
+def derived_model(mode: str) -> Optional[Dict[str, Any]]:
+    """The calibrated datasheet model of a mode, or None where the catalogue has none.
+
+    Returns the coefficients, the calibration rows with their leave-one-out ratio
+    (measured / derived from the other rows) and ``tolerance_factor``: the worst such
+    ratio, by which the tolerance of a derived reference is multiplied.
+    """
+    mode = canonical_mode(mode)
+    if mode not in _TABLE["derived"]["modes"]:
+        return None
+    points = _calibration_points(mode)
+    if len(points) < int(_TABLE["derived"]["min_calibration_rows"]):
+        return None
+    coef = _fit([p[1:] for p in points])
+    if coef is None:
+        return None
+    calibration = []
+    for i, (gpu, peak, bandwidth, img_s) in enumerate(points):
+        others = _fit([p[1:] for j, p in enumerate(points) if j != i])
+        ratio = img_s / _predict(others, peak, bandwidth) if others else None
+        calibration.append(
+            {
+                "gpu": gpu,
+                "img_s": img_s,
+                "fitted": round(_predict(coef, peak, bandwidth), 1),
+                "loo_ratio": round(ratio, 3) if ratio else None,
+            }
+        )
+    ratios = [c["loo_ratio"] for c in calibration if c["loo_ratio"]]
+    return {
+        "mode": mode,
+        "precision": _TABLE["derived"]["modes"][mode],
+        "harness": _TABLE["derived"]["calibration_harness"],
+        "coefficients": {"log_c": coef[0], "peak_exponent": coef[1], "bandwidth_exponent": coef[2]},
+        "calibration": calibration,
+        "tolerance_factor": math.floor(min(min(ratios), 1.0) * 100) / 100.0,
+    }
+
+
+_MODELS: Dict[str, Optional[Dict[str, Any]]] = {}
+
+
+def _model(mode: str) -> Optional[Dict[str, Any]]:
+    if mode not in _MODELS:
+        _MODELS[mode] = derived_model(mode)
+    return _MODELS[mode]
+
+
+def derived_reference(gpu_key: str, mode: str) -> Optional[Row]:
+    """A reference derived from the GPU's datasheet for (gpu_key, mode), or None."""
+    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
+    mode = canonical_mode(mode)
+    model = _model(mode)
+    sheet = DATASHEETS.get(key)
+    if model is None or not sheet:
+        return None
+    peak = sheet.get(model["precision"])
+    bandwidth = sheet.get("memory_bandwidth_gbs")
+    if not peak or not bandwidth:
+        return None
+    c = model["coefficients"]
+    img_s = _predict([c["log_c"], c["peak_exponent"], c["bandwidth_exponent"]], peak, bandwidth)
+    label = HARNESSES[model["harness"]]
+    return {
+        "img_s": round(img_s, 0),
+        "batch": None,
+        "harness": model["harness"],
+        "source": f"derived from the datasheet ({label} calibration)",
+        "citation": sheet["source"],
+        "note": (
+            f"{model['precision']} {peak:g} TFLOP/s and {bandwidth:g} GB/s through the fit on "
+            f"{len(model['calibration'])} {label} rows of {mode}"
+        ),
+        "basis": "derived",
+        "tolerance_factor": model["tolerance_factor"],
+        "gpu_key": key,
+        "mode": mode,
+    }
+
+
+# ----------------------------------------------------------------------------- GPU keys
+
+
+def _name_words(name: str) -> List[str]:
+    text = re.sub(r"[^a-z0-9]+", " ", str(name).strip().lower())
+    strip = set(_GPUS["strip_words"])
+    return [w for w in text.split() if w not in strip]
+
+
+def gpu_model_key(name: Optional[str]) -> str:
+    """Reference key for an nvidia-smi / torch GPU name (catalogue ``throughput_gpus``).
+
+    "NVIDIA H200" -> h200, "NVIDIA A100-SXM4-40GB" -> a100-40gb,
+    "Tesla V100-SXM2-16GB" -> v100-16gb, "NVIDIA H100 80GB HBM3" -> h100-sxm,
+    "NVIDIA GeForce RTX 4090" -> rtx-4090, "cpu" -> cpu; a name no row matches -> a slug
+    of the name, which has no references.
+    """
+    if not name:
+        return "unknown"
+    if str(name).strip().lower() == "cpu":
+        return "cpu"
+    words = _name_words(name)
+    present = set(words)
+    for row in _GPUS["rows"]:
+        if all(w in present for w in row["words"]):
+            return row["key"]
+    return "-".join(words) or "unknown"
+
+
+def canonical_mode(mode: str) -> str:
+    return MODE_ALIASES.get(mode, mode)
+
+
+def reference_for(gpu_key: str, mode: str, base_mode: Optional[str] = None) -> Optional[Row]:
+    """The reference for (gpu_key, mode): measured, else derived, else None.
+
+    ddp without its own row is judged per GPU against the single-GPU reference of the
+    config it replicated (``base_mode`` from the report): every GPU of a healthy host
+    trains as fast as one GPU alone, within the tolerance.
+    """
+    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
+    mode = canonical_mode(mode)
+    row = REFERENCES.get((key, mode))
+    if row is not None:
+        out = dict(row)
+        out.update({"gpu_key": key, "mode": mode})
+        if mode == "ddp":
+            out["per_gpu"] = True
+        return out
+    if mode == "ddp" and base_mode:
+        base = reference_for(key, canonical_mode(base_mode))
+        if base is not None:
+            out = dict(base)
+            out.update(
+                {
+                    "gpu_key": key,
+                    "mode": "ddp",
+                    "per_gpu": True,
+                    "via_mode": base_mode,
+                    "note": f"ddp judged per GPU against the single-GPU {base_mode} reference "
+                    f"({base['note']})",
+                }
+            )
+            return out
+        return None
+    return derived_reference(key, mode)
+
+
+def peak_tflops(gpu_key: str) -> Dict[str, float]:
+    """{precision: dense TFLOP/s} for the GPU key, or {} when unknown."""
+    row = PEAK_TFLOPS.get(REFERENCE_ALIASES.get(gpu_key, gpu_key), {})
+    return {k: float(v) for k, v in row.items() if k in PRECISIONS}
+
+
+def peak_tflops_arg(gpu_key: str) -> Optional[str]:
+    """The program's ``--peak-tflops`` value for the GPU key, or None."""
+    peaks = peak_tflops(gpu_key)
+    if not peaks:
+        return None
+    return ",".join(f"{k}={v:g}" for k, v in sorted(peaks.items()))
+
+
+def mfu(img_s: Optional[float], gpu_key: str, precision: Optional[str]) -> Optional[float]:
+    """Model FLOPs utilisation for ResNet-50 at 224x224, or None when unknown."""
+    peak = peak_tflops(gpu_key).get(precision or "")
+    if not img_s or not peak:
+        return None
+    return round(float(img_s) * FLOP_PER_IMAGE / (peak * 1e12), 4)
+
 
 # NVML clock-event ("throttle") reason bits, as in nvidia-smi's clocks_event_reasons.
 CLOCK_EVENT_BITS = {
@@ -240,102 +374,6 @@ SLOWDOWN_REASONS = {
 }
 
 
-# ----------------------------------------------------------------------------- GPU keys
-
-
-def gpu_model_key(name: Optional[str]) -> str:
-    """Reference key for an nvidia-smi / torch GPU name.
-
-    "NVIDIA H200" -> h200, "NVIDIA A100-SXM4-40GB" -> a100-40gb,
-    "Tesla V100-SXM2-16GB" -> v100-16gb, "NVIDIA H100 80GB HBM3" -> h100-sxm,
-    "NVIDIA H100 PCIe" -> h100-pcie, "cpu" -> cpu; anything else -> a slug of the name.
-    """
-    if not name:
-        return "unknown"
-    text = str(name).strip().lower()
-    if text == "cpu":
-        return "cpu"
-    text = re.sub(r"\b(nvidia|tesla)\b", " ", text)
-    compact = re.sub(r"[^a-z0-9]+", " ", text).strip()
-    words = compact.split()
-    memory = next((w for w in words if re.fullmatch(r"\d+gb", w)), None)
-    pcie = "pcie" in words
-    if "gh200" in words:
-        return "gh200"
-    if any(w.startswith("h200") for w in words):
-        return "h200-nvl" if "nvl" in words else "h200"
-    if any(w.startswith("h100") for w in words):
-        if "nvl" in words:
-            return "h100-nvl"
-        return "h100-pcie" if pcie else "h100-sxm"
-    for chip in ("a100", "v100"):
-        if chip in words:
-            parts = [chip] + (["pcie"] if pcie else []) + ([memory] if memory else [])
-            return "-".join(parts)
-    slug = "-".join(words)
-    return slug or "unknown"
-
-
-def canonical_mode(mode: str) -> str:
-    return MODE_ALIASES.get(mode, mode)
-
-
-def reference_for(gpu_key: str, mode: str, base_mode: Optional[str] = None) -> Optional[Row]:
-    """The reference row for (gpu_key, mode), or None.
-
-    ddp without its own row is judged per GPU against the single-GPU row of the config it
-    replicated (``base_mode`` from the report): every GPU of a healthy host trains as fast
-    as one GPU alone, within the tolerance.
-    """
-    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
-    mode = canonical_mode(mode)
-    row = REFERENCES.get((key, mode))
-    if row is not None:
-        out = dict(row)
-        out.update({"gpu_key": key, "mode": mode})
-        if mode == "ddp":
-            out["per_gpu"] = True
-        return out
-    if mode == "ddp" and base_mode:
-        base = REFERENCES.get((key, canonical_mode(base_mode)))
-        if base is not None:
-            out = dict(base)
-            out.update(
-                {
-                    "gpu_key": key,
-                    "mode": "ddp",
-                    "per_gpu": True,
-                    "via_mode": base_mode,
-                    "note": f"ddp judged per GPU against the single-GPU {base_mode} row "
-                    f"({base['note']})",
-                }
-            )
-            return out
-    return None
-
-
-def peak_tflops(gpu_key: str) -> Dict[str, float]:
-    """{precision: dense TFLOP/s} for the GPU key, or {} when unknown."""
-    row = PEAK_TFLOPS.get(gpu_key, {})
-    return {k: float(v) for k, v in row.items() if k in ("fp32", "tf32", "bf16", "fp16")}
-
-
-def peak_tflops_arg(gpu_key: str) -> Optional[str]:
-    """The program's ``--peak-tflops`` value for the GPU key, or None."""
-    peaks = peak_tflops(gpu_key)
-    if not peaks:
-        return None
-    return ",".join(f"{k}={v:g}" for k, v in sorted(peaks.items()))
-
-
-def mfu(img_s: Optional[float], gpu_key: str, precision: Optional[str]) -> Optional[float]:
-    """Model FLOPs utilisation for ResNet-50 at 224x224, or None when unknown."""
-    peak = peak_tflops(gpu_key).get(precision or "")
-    if not img_s or not peak:
-        return None
-    return round(float(img_s) * FLOP_PER_IMAGE / (peak * 1e12), 4)
-
-
 # ----------------------------------------------------------------------------- judging
 
 
@@ -355,7 +393,12 @@ def judge_mode(
     tolerance: float = DEFAULT_TOLERANCE,
     image_size: int = 224,
 ) -> Dict[str, Any]:
-    """Judge one mode of the program's report: pass | fail | unknown | skipped."""
+    """Judge one mode of the program's report: pass | fail | not_run, with a reason.
+
+    ``not_run`` is a mode the program skipped (budget, bf16 on a GPU without it), or one
+    it measured that nothing can judge (no reference, another image size): the number is
+    reported, the check did not run.
+    """
     mode = canonical_mode(mode)
     status = result.get("status")
     per_gpu = mode == "ddp"
@@ -368,11 +411,15 @@ def judge_mode(
         "batch_size": result.get("batch_size"),
         "reference": ref["img_s"] if ref else None,
         "reference_batch": ref["batch"] if ref else None,
+        # measured (a row of the table) or derived (the datasheet model, wider tolerance)
+        "reference_basis": ref["basis"] if ref else None,
+        "tolerance": tolerance,
         "ratio": None,
-        "status": "unknown",
+        "status": "not_run",
         "source": ref["source"] if ref else None,
         "reference_note": ref["note"] if ref else None,
         "mfu": result.get("mfu"),
+        "window_spread": result.get("window_spread"),
         "reason": None,
     }
     if per_gpu:
@@ -382,8 +429,7 @@ def judge_mode(
     if entry["mfu"] is None and image_size == 224:
         entry["mfu"] = mfu(measured, gpu_key, precision)
     if status == "skipped":
-        entry["status"] = "skipped"
-        entry["reason"] = result.get("reason") or "skipped by the program"
+        entry["reason"] = "skipped: " + (result.get("reason") or "the program did not run it")
         return entry
     if status != "ok" or not measured:
         entry["status"] = "fail"
@@ -391,55 +437,197 @@ def judge_mode(
         entry["reason"] = f"the program could not run {mode}: {why}"
         return entry
     if ref is None:
-        entry["reason"] = f"no reference for {gpu_key} / {mode}: reported only"
+        entry["reason"] = no_reference_reason(gpu_key, mode)
         return entry
     if image_size != 224:
         entry["reason"] = f"image size {image_size}: the references are for 224x224; reported only"
         return entry
     ratio = float(measured) / float(ref["img_s"])
     entry["ratio"] = round(ratio, 4)
+    if ref["basis"] == "derived":
+        # A derived rate is as good as its calibration: the tolerance widens by the
+        # fit's worst leave-one-out ratio, and the report says so.
+        entry["tolerance"] = round(tolerance * float(ref["tolerance_factor"]), 4)
+    limit = entry["tolerance"]
     # A tiny epsilon so that exactly tolerance x reference passes despite float rounding.
-    if ratio >= tolerance - 1e-9:
+    if ratio >= limit - 1e-9:
         entry["status"] = "pass"
     else:
         entry["status"] = "fail"
         unit = " per GPU" if per_gpu else ""
+        kind = "derived reference" if ref["basis"] == "derived" else "reference"
         entry["reason"] = (
-            f"{mode} {fmt_int(measured)} img/s{unit} is {ratio:.0%} of the reference "
-            f"{fmt_int(ref['img_s'])} ({ref['source']}), below {tolerance:.0%}"
+            f"{mode} {fmt_int(measured)} img/s{unit} is {ratio:.0%} of the {kind} "
+            f"{fmt_int(ref['img_s'])} ({ref['source']}), below {limit:.0%}"
         )
     return entry
+
+
+def no_reference_reason(gpu_key: str, mode: str) -> str:
+    """Why (gpu_key, mode) has no reference: the GPU is unknown, or the mode is."""
+    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
+    if key not in KNOWN_GPUS:
+        return (
+            f"no reference for {gpu_key}: Kindling has no datasheet row for this GPU; reported only"
+        )
+    if key not in DATASHEETS:
+        return (
+            f"no reference for {gpu_key} / {mode}: no measurement, and no datasheet figures "
+            "to derive one; reported only"
+        )
+    return (
+        f"no reference for {gpu_key} / {mode}: no measurement, and {mode} has no datasheet model "
+        f"(derived rates exist for {', '.join(sorted(_TABLE['derived']['modes']))}); reported only"
+    )
+
+
+def judge_probes(probes: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Each probe of the report: pass (it ran and measured), fail (it errored), not_run."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for name, result in (probes or {}).items():
+        status = (result or {}).get("status")
+        reason = (result or {}).get("reason")
+        if status == "ok":
+            out[name] = {"status": "pass", "reason": None}
+        elif status == "skipped":
+            out[name] = {"status": "not_run", "reason": "skipped: " + (reason or "not run")}
+        else:
+            out[name] = {"status": "fail", "reason": f"the {name} probe failed: {reason}"}
+    return out
+
+
+def _worst(statuses: Sequence[str]) -> str:
+    return max(statuses, key=lambda s: _SEVERITY.get(s, 0)) if statuses else "not_run"
+
+
+def judge_gpus(
+    report: Mapping[str, Any],
+    gpu_key: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    gpu_margin: float = DEFAULT_GPU_MARGIN,
+) -> List[Dict[str, Any]]:
+    """Every measured GPU of the report (``per_gpu``): its modes judged against the table,
+    and each against the median of the host's other GPUs in the same mode."""
+    image_size = int((report.get("config") or {}).get("image_size") or 224)
+    gpus: List[Dict[str, Any]] = []
+    units = []
+    for gpu in report.get("per_gpu") or []:
+        index = gpu.get("index")
+        modes = {}
+        for mode in sorted(gpu.get("modes") or {}, key=_mode_sort_key):
+            modes[mode] = judge_mode(gpu_key, mode, gpu["modes"][mode], tolerance, image_size)
+            units.append(
+                {
+                    "host": "this host",
+                    "gpu": index,
+                    "gpu_key": gpu_key,
+                    "mode": mode,
+                    "img_s": modes[mode]["img_s"]
+                    if gpu["modes"][mode].get("status") == "ok"
+                    else None,
+                    "table_status": modes[mode]["status"],
+                }
+            )
+        gpus.append(
+            {
+                "index": index,
+                "name": gpu.get("name"),
+                "bus_id": gpu.get("bus_id"),
+                "modes": modes,
+                "outliers": [],
+            }
+        )
+    by_index = {g["index"]: g for g in gpus}
+    if len(gpus) > 1:
+        for v in judge_peers(units, gpu_margin):
+            entry = by_index[v["gpu"]]["modes"][v["mode"]]
+            entry["host_median"] = v["peer_median"]
+            entry["vs_host"] = v["peer_ratio"]
+            if v["verdict"] == "trails":
+                by_index[v["gpu"]]["outliers"].append(
+                    {
+                        "mode": v["mode"],
+                        "img_s": v["img_s"],
+                        "host_median": v["peer_median"],
+                        "ratio": v["peer_ratio"],
+                        "table_status": v["table_status"],
+                    }
+                )
+    for gpu in gpus:
+        gpu["verdict"] = _worst([m["status"] for m in gpu["modes"].values()])
+        if gpu["outliers"]:
+            gpu["verdict"] = "fail"
+    return gpus
 
 
 def judge_report(
     report: Mapping[str, Any],
     gpu_key: str,
     tolerance: float = DEFAULT_TOLERANCE,
+    require_all: bool = False,
+    gpu_margin: float = DEFAULT_GPU_MARGIN,
 ) -> Dict[str, Any]:
-    """Judge every mode of a program report against the reference table."""
+    """Judge every mode, every GPU and every probe of a program report.
+
+    The verdict is ``fail`` when a mode or probe failed, a GPU failed the table or trails
+    the host's other GPUs by more than ``gpu_margin``, or (``require_all``) anything did
+    not run; ``pass`` when something passed; else ``not_run``.
+    """
     if not 0 < tolerance <= 1:
         raise ValueError(f"tolerance must be in (0, 1], got {tolerance!r}")
+    if not 0 < gpu_margin < 1:
+        raise ValueError(f"gpu_margin must be in (0, 1), got {gpu_margin!r}")
     config = report.get("config") or {}
     image_size = int(config.get("image_size") or 224)
     modes = report.get("modes") or {}
     judged: Dict[str, Dict[str, Any]] = {}
     for mode in sorted(modes, key=_mode_sort_key):
         judged[mode] = judge_mode(gpu_key, mode, modes[mode], tolerance, image_size)
-    counts = {s: 0 for s in ("pass", "fail", "unknown", "skipped")}
-    for entry in judged.values():
+    gpus = judge_gpus(report, gpu_key, tolerance, gpu_margin)
+    # A mode fails on the host when any of its GPUs fails it (the host entry is the median).
+    for mode, entry in judged.items():
+        failing = [g for g in gpus if (g["modes"].get(mode) or {}).get("status") == "fail"]
+        if failing and entry["status"] != "fail":
+            entry["status"] = "fail"
+            entry["reason"] = "; ".join(
+                f"GPU {g['index']}: {g['modes'][mode]['reason']}" for g in failing
+            )
+    probes = judge_probes(report.get("probes") or {})
+    counts = {s: 0 for s in STATUSES}
+    for entry in list(judged.values()) + list(probes.values()):
         counts[entry["status"]] += 1
     failed = [m for m, e in judged.items() if e["status"] == "fail"]
+    failed_probes = [p for p, e in probes.items() if e["status"] == "fail"]
+    not_run = [m for m, e in judged.items() if e["status"] == "not_run"]
+    not_run += [p for p, e in probes.items() if e["status"] == "not_run"]
+    outliers = [dict(o, gpu=g["index"], bus_id=g["bus_id"]) for g in gpus for o in g["outliers"]]
     seed = report.get("seed_ratio") or {}
+    # A pass says the host trains as fast as it should: a judged mode passed. Probes alone
+    # pass a host only where no mode was asked for (gpu_check_modes: [none]).
+    judged_pass = [
+        e for e in (judged.values() if judged else probes.values()) if e["status"] == "pass"
+    ]
+    if failed or failed_probes or outliers or (require_all and not_run):
+        verdict = "fail"
+    else:
+        verdict = "pass" if judged_pass else "not_run"
     return {
         "gpu_key": gpu_key,
         "tolerance": tolerance,
+        "gpu_margin": gpu_margin,
+        "require_all": require_all,
         "modes": judged,
+        "probes": probes,
+        "gpus": gpus,
+        "gpu_outliers": outliers,
         "counts": counts,
         "failed_modes": failed,
+        "failed_probes": failed_probes,
+        "not_run": not_run,
         "best_mode": seed.get("best_mode"),
         "best_img_s": seed.get("best_img_s"),
         "seed_ratio": seed.get("ratio"),
-        "verdict": "fail" if failed else ("pass" if counts["pass"] else "unknown"),
+        "verdict": verdict,
     }
 
 
@@ -450,7 +638,7 @@ def summary_line(judgement: Mapping[str, Any], gpu_name: Optional[str] = None) -
     parts = [
         f"{gpu_name} ({key})" if gpu_name else key,
         f"{judgement['verdict'].upper()}: {counts['pass']} pass, {counts['fail']} fail, "
-        f"{counts['unknown']} unknown, {counts['skipped']} skipped",
+        f"{counts['not_run']} not_run",
     ]
     best = judgement.get("best_mode")
     if best:
@@ -463,10 +651,19 @@ def summary_line(judgement: Mapping[str, Any], gpu_name: Optional[str] = None) -
         parts.append(f"{judgement['seed_ratio']:.2f}x the seed recipe (amp_fp16 NCHW)")
     for mode in judgement["failed_modes"]:
         entry = judgement["modes"][mode]
-        if entry.get("ratio") is not None:
+        if entry.get("ratio") is not None and entry["status"] == "fail" and entry["ratio"] < 1:
             parts.append(f"SLOW {mode} {fmt_int(entry['img_s'])} vs {fmt_int(entry['reference'])}")
         else:
             parts.append(f"FAILED {mode}")
+    for o in judgement.get("gpu_outliers") or []:
+        parts.append(
+            f"GPU {o['gpu']} TRAILS the host's other GPUs in {o['mode']} "
+            f"({fmt_int(o['img_s'])} vs median {fmt_int(o['host_median'])})"
+        )
+    for probe in judgement.get("failed_probes") or []:
+        parts.append(f"FAILED probe {probe}")
+    if judgement.get("require_all") and judgement.get("not_run"):
+        parts.append("NOT RUN (required): " + ", ".join(judgement["not_run"]))
     return "; ".join(parts)
 
 
@@ -757,6 +954,43 @@ def diagnose(
     return causes
 
 
+def outlier_causes(
+    judgement: Mapping[str, Any], nvidia_smi: Optional[Mapping[str, Any]] = None
+) -> List[str]:
+    """For each GPU that trails the host's others: its index, bus id and likely cause."""
+    gpus = {}
+    for position, gpu in enumerate((nvidia_smi or {}).get("gpus") or []):
+        if isinstance(gpu, Mapping):
+            gpus[_as_int(gpu.get("index")) if gpu.get("index") is not None else position] = (
+                position,
+                gpu,
+            )
+    out = []
+    for o in judgement.get("gpu_outliers") or []:
+        position, gpu = gpus.get(o["gpu"], (None, {}))
+        bus = o.get("bus_id") or gpu.get("pci_bus_id") or "bus id unknown"
+        table = "passes the table" if o.get("table_status") == "pass" else "fails the table too"
+        text = (
+            f"GPU {o['gpu']} ({bus}) trains {o['mode']} at {fmt_int(o['img_s'])} img/s, "
+            f"{o['ratio']:.0%} of the median of the host's other GPUs "
+            f"({fmt_int(o['host_median'])}), and {table}"
+        )
+        causes = _gpu_causes(position, gpu) if gpu else []
+        text += (
+            ": " + " ".join(causes)
+            if causes
+            else ": no cause shows in its nvidia-smi facts (PCIe link, clocks, MIG, processes); "
+            "reset it or re-run, and replace it if it stays behind."
+        )
+        out.append(text)
+    return out
+
+
+def _why_not_run(judgement: Mapping[str, Any], name: str) -> Optional[str]:
+    entry = (judgement.get("modes") or {}).get(name) or (judgement.get("probes") or {}).get(name)
+    return (entry or {}).get("reason")
+
+
 def failure_message(
     judgement: Mapping[str, Any],
     causes: Sequence[str],
@@ -766,14 +1000,31 @@ def failure_message(
     parts = []
     for mode in judgement["failed_modes"]:
         entry = judgement["modes"][mode]
-        if entry.get("ratio") is not None:
+        if entry.get("ratio") is not None and entry.get("ratio") < entry.get("tolerance", 0):
             unit = " per GPU" if entry.get("per_gpu") else ""
             parts.append(
                 f"{mode} {fmt_int(entry['img_s'])} img/s{unit} vs reference "
                 f"{fmt_int(entry['reference'])} ({entry['ratio']:.2f}, {entry['source']})"
             )
+        elif entry.get("ratio") is not None:
+            parts.append(f"{mode}: {entry.get('reason')}")
         else:
             parts.append(f"{mode} did not run: {entry.get('reason')}")
+    for o in judgement.get("gpu_outliers") or []:
+        parts.append(
+            f"GPU {o['gpu']} trails the host's other GPUs in {o['mode']}: "
+            f"{fmt_int(o['img_s'])} img/s vs their median {fmt_int(o['host_median'])} "
+            f"({o['ratio']:.2f}, margin {judgement.get('gpu_margin', DEFAULT_GPU_MARGIN):.0%})"
+        )
+    for probe in judgement.get("failed_probes") or []:
+        parts.append((judgement.get("probes") or {}).get(probe, {}).get("reason") or probe)
+    if judgement.get("require_all") and judgement.get("not_run"):
+        parts.append(
+            "not run, and every check is required (require_all): "
+            + "; ".join(
+                f"{name} ({_why_not_run(judgement, name)})" for name in judgement["not_run"]
+            )
+        )
     message = (
         f"GPU throughput check failed on {gpu_name or 'this host'} ({judgement['gpu_key']}) at "
         f"tolerance {judgement['tolerance']:.2f}: {'; '.join(parts)}."

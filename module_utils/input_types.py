@@ -304,8 +304,21 @@ def Port() -> Int:
 
 
 class Float(Shape):
-    def __init__(self, low: float, high: float, low_open: bool = False, why: str = ""):
+    def __init__(
+        self,
+        low: float,
+        high: float,
+        low_open: bool = False,
+        why: str = "",
+        high_open: bool = False,
+    ):
         self.low, self.high, self.low_open, self.why = low, high, low_open, why
+        self.high_open = high_open
+
+    def _interval(self) -> str:
+        left = "(" if self.low_open else "["
+        right = ")" if self.high_open else "]"
+        return f"{left}{self.low}, {self.high}{right}"
 
     def check(self, value: Any) -> Optional[str]:
         if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+(\.[0-9]+)?", value):
@@ -317,15 +330,13 @@ class Float(Shape):
         if isinstance(value, bool) or number != number:  # a bool, or not a number (nan)
             return f"give a number from {self.low} to {self.high}"
         too_low = number <= self.low if self.low_open else number < self.low
-        if too_low or number > self.high:
-            bracket = "(" if self.low_open else "["
-            return f"it must be in {bracket}{self.low}, {self.high}]" + (
-                f": {self.why}" if self.why else ""
-            )
+        too_high = number >= self.high if self.high_open else number > self.high
+        if too_low or too_high:
+            return f"it must be in {self._interval()}" + (f": {self.why}" if self.why else "")
         return None
 
     def describe(self) -> str:
-        return f"number in {'(' if self.low_open else '['}{self.low}, {self.high}]"
+        return f"number in {self._interval()}"
 
 
 class Pattern(Shape):

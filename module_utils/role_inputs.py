@@ -480,7 +480,16 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             why="the fraction of the reference img/s a mode must reach (default 0.8)",
         ),
         "gpu_check_fail_on_slow": Spec(),
+        "gpu_check_require_all": Spec(),
+        "gpu_check_gpu_margin": Float(
+            0,
+            1,
+            low_open=True,
+            high_open=True,
+            why="the fraction below the host's other GPUs' median that fails a GPU (default 0.1)",
+        ),
         "gpu_check_timeout": Int(30, 86400, "seconds"),
+        "gpu_check_poll_interval": Int(1, 600, "seconds"),
         "gpu_check_install_dir": AbsPath(example="/opt/kindling/bin"),
         "gpu_check_host_report_dir": AbsPath(example="/var/lib/kindling/gpu-check", own_dir=True),
         "gpu_check_report_dir": Free(

@@ -2444,6 +2444,773 @@ CATALOGUE = json.loads(
    "source": "aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop issue #33 (2025-07-17): without nvidia-fabricmanager, CUDA initialisation fails with error 802 on A100, H100, H200 and B200 instances; jax-ml/jax pull request #34113 (2025-12-27): cuInit(0) fails with CUDA_ERROR_SYSTEM_NOT_READY on A100/H100 hosts whose NVIDIA Fabric Manager service is not active"
   }
  ],
+ "throughput_gpus": {
+  "strip_words": [
+   "nvidia",
+   "tesla",
+   "geforce"
+  ],
+  "rows": [
+   {
+    "key": "gh200",
+    "words": [
+     "gh200"
+    ],
+    "datasheet": null,
+    "source": "[no source found] one datasheet row for GH200's 96 GB and 144 GB variants (their memory bandwidths differ)"
+   },
+   {
+    "key": "h200-nvl",
+    "words": [
+     "h200",
+     "nvl"
+    ],
+    "datasheet": {
+     "fp32": 60.0,
+     "tf32": 417.5,
+     "bf16": 835.5,
+     "fp16": 835.5
+    },
+    "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM and NVL columns; sparsity figures halved)"
+   },
+   {
+    "key": "h200",
+    "words": [
+     "h200"
+    ],
+    "datasheet": {
+     "fp32": 67.0,
+     "tf32": 494.5,
+     "bf16": 989.5,
+     "fp16": 989.5,
+     "memory_bandwidth_gbs": 4800
+    },
+    "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM and NVL columns; sparsity figures halved); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet"
+   },
+   {
+    "key": "h100-nvl",
+    "words": [
+     "h100",
+     "nvl"
+    ],
+    "datasheet": {
+     "fp32": 60.0,
+     "tf32": 417.5,
+     "bf16": 835.5,
+     "fp16": 835.5,
+     "memory_bandwidth_gbs": 3900
+    },
+    "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM, PCIe and NVL columns; sparsity figures halved); two public GPU tables on GitHub ('H100 NVL | Hopper | 94 GB HBM3 | 3.9 TB/s | ~835' dense FP16 TFLOP/s); third-party only, NVIDIA's datasheet was not read (the bandwidth from the secondary tables)"
+   },
+   {
+    "key": "h100-pcie",
+    "words": [
+     "h100",
+     "pcie"
+    ],
+    "datasheet": {
+     "fp32": 51.0,
+     "tf32": 378.0,
+     "bf16": 756.5,
+     "fp16": 756.5,
+     "memory_bandwidth_gbs": 2000
+    },
+    "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM, PCIe and NVL columns; sparsity figures halved); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet"
+   },
+   {
+    "key": "h100-sxm",
+    "words": [
+     "h100"
+    ],
+    "datasheet": {
+     "fp32": 67.0,
+     "tf32": 494.5,
+     "bf16": 989.5,
+     "fp16": 989.5,
+     "memory_bandwidth_gbs": 3350
+    },
+    "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM, PCIe and NVL columns; sparsity figures halved); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet"
+   },
+   {
+    "key": "b200",
+    "words": [
+     "b200"
+    ],
+    "datasheet": {
+     "fp32": 80.0,
+     "tf32": 1125.0,
+     "bf16": 2250.0,
+     "fp16": 2250.0,
+     "memory_bandwidth_gbs": 8000
+    },
+    "source": "stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet"
+   },
+   {
+    "key": "a100-pcie-80gb",
+    "words": [
+     "a100",
+     "pcie",
+     "80gb"
+    ],
+    "datasheet": {
+     "fp32": 19.5,
+     "tf32": 156.0,
+     "bf16": 312.0,
+     "fp16": 312.0,
+     "memory_bandwidth_gbs": 1935
+    },
+    "source": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet; thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)"
+   },
+   {
+    "key": "a100-pcie-40gb",
+    "words": [
+     "a100",
+     "pcie"
+    ],
+    "datasheet": {
+     "fp32": 19.5,
+     "tf32": 156.0,
+     "bf16": 312.0,
+     "fp16": 312.0,
+     "memory_bandwidth_gbs": 1555
+    },
+    "source": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet; thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)"
+   },
+   {
+    "key": "a100-80gb",
+    "words": [
+     "a100",
+     "80gb"
+    ],
+    "datasheet": {
+     "fp32": 19.5,
+     "tf32": 156.0,
+     "bf16": 312.0,
+     "fp16": 312.0,
+     "memory_bandwidth_gbs": 2039
+    },
+    "source": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet; thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)"
+   },
+   {
+    "key": "a100-40gb",
+    "words": [
+     "a100"
+    ],
+    "datasheet": {
+     "fp32": 19.5,
+     "tf32": 156.0,
+     "bf16": 312.0,
+     "fp16": 312.0,
+     "memory_bandwidth_gbs": 1555
+    },
+    "source": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet; thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)"
+   },
+   {
+    "key": "v100-pcie-32gb",
+    "words": [
+     "v100",
+     "pcie",
+     "32gb"
+    ],
+    "judge_as": "v100-pcie-16gb",
+    "datasheet": {
+     "fp32": 14.0,
+     "fp16": 112.0
+    },
+    "source": "NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)"
+   },
+   {
+    "key": "v100-pcie-16gb",
+    "words": [
+     "v100",
+     "pcie"
+    ],
+    "datasheet": {
+     "fp32": 14.0,
+     "fp16": 112.0
+    },
+    "source": "NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)"
+   },
+   {
+    "key": "v100-32gb",
+    "words": [
+     "v100",
+     "32gb"
+    ],
+    "judge_as": "v100-16gb",
+    "datasheet": {
+     "fp32": 15.7,
+     "fp16": 125.0
+    },
+    "source": "NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)"
+   },
+   {
+    "key": "v100-16gb",
+    "words": [
+     "v100"
+    ],
+    "datasheet": {
+     "fp32": 15.7,
+     "fp16": 125.0
+    },
+    "source": "NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)"
+   },
+   {
+    "key": "l40s",
+    "words": [
+     "l40s"
+    ],
+    "datasheet": {
+     "fp32": 91.6,
+     "tf32": 183.0,
+     "bf16": 362.0,
+     "fp16": 362.0,
+     "memory_bandwidth_gbs": 864
+    },
+    "source": "stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet"
+   },
+   {
+    "key": "l4",
+    "words": [
+     "l4"
+    ],
+    "datasheet": {
+     "fp32": 30.3,
+     "tf32": 60.0,
+     "bf16": 121.0,
+     "fp16": 121.0,
+     "memory_bandwidth_gbs": 300
+    },
+    "source": "a fork of Lightning's throughput.py citing NVIDIA's Ada architecture whitepaper v2.1 (l4: fp32 30.3e12, tf32 60e12, bf16/fp16 121e12); a reseller's copy of NVIDIA's L4 table ('Max Memory Bandwidth 300 GB/s', 'TF32 Tensor Core 120 TFLOPS | Sparsity'); secondary copies only, NVIDIA's datasheet was not read"
+   },
+   {
+    "key": "a10g",
+    "words": [
+     "a10g"
+    ],
+    "datasheet": null,
+    "source": "[no source found] an NVIDIA datasheet for the A10G (AWS's variant): its tensor and FP32 rates differ from the A10's (secondary_a10_memory), and no source gives them"
+   },
+   {
+    "key": "a10",
+    "words": [
+     "a10"
+    ],
+    "datasheet": {
+     "fp32": 31.2,
+     "tf32": 62.5,
+     "bf16": 125.0,
+     "fp16": 125.0,
+     "memory_bandwidth_gbs": 600
+    },
+    "source": "Lightning-AI/pytorch-lightning @0810121f, src/lightning/fabric/utilities/throughput.py _CUDA_FLOPS, which cites NVIDIA's T4 and A10 datasheets (t4: fp32 8.1e12, fp16 65e12; the A10 figures filed under 'a10g': fp32 31.2e12, bf16/fp16 125e12); baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference ('24 gigabytes of GDDR6 VRAM with a memory bandwidth of 600 gigabytes per second', shared by A10 and A10G; 'the A10 prioritizes tensor compute, while the A10G has a higher CUDA core performance'); a fork of Lightning's throughput.py (a10 tf32 62.5e12) (tf32 from the fork)"
+   },
+   {
+    "key": "t4",
+    "words": [
+     "t4"
+    ],
+    "datasheet": {
+     "fp32": 8.1,
+     "fp16": 65.0,
+     "memory_bandwidth_gbs": 320
+    },
+    "source": "Lightning-AI/pytorch-lightning @0810121f, src/lightning/fabric/utilities/throughput.py _CUDA_FLOPS, which cites NVIDIA's T4 and A10 datasheets (t4: fp32 8.1e12, fp16 65e12; the A10 figures filed under 'a10g': fp32 31.2e12, bf16/fp16 125e12); sysrqmts.com/en/gpus/nvidia/tesla/t4 ('Bandwidth - 320.0 GB/s') and a public GPU catalogue ('memory_bandwidth_gbps: 320'); secondary copies only"
+   },
+   {
+    "key": "rtx-6000-ada",
+    "words": [
+     "rtx",
+     "6000",
+     "ada"
+    ],
+    "datasheet": {
+     "fp32": 91.1,
+     "memory_bandwidth_gbs": 960
+    },
+    "source": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses (no source for its tensor TFLOP/s)"
+   },
+   {
+    "key": "rtx-a6000",
+    "words": [
+     "rtx",
+     "a6000"
+    ],
+    "datasheet": {
+     "fp32": 38.7,
+     "bf16": 154.8,
+     "fp16": 154.8,
+     "memory_bandwidth_gbs": 768
+    },
+    "source": "llmperf.net, citing Microway ('Memory Bandwidth 768 GB/s', 'Mixed-Precision (FP16/BF16) 154.8 TFLOPS', dense); sysrqmts.com ('FP32 (float) performance | 38.71 TFLOPS'); secondary copies only"
+   },
+   {
+    "key": "rtx-4090",
+    "words": [
+     "rtx",
+     "4090"
+    ],
+    "datasheet": {
+     "fp32": 82.6,
+     "tf32": 82.6,
+     "bf16": 165.2,
+     "fp16": 165.2,
+     "memory_bandwidth_gbs": 1008
+    },
+    "source": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses"
+   },
+   {
+    "key": "rtx-3090",
+    "words": [
+     "rtx",
+     "3090"
+    ],
+    "datasheet": {
+     "fp32": 35.6,
+     "fp16": 71.0,
+     "memory_bandwidth_gbs": 936
+    },
+    "source": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses"
+   }
+  ]
+ },
+ "throughput_references": {
+  "tolerance": 0.8,
+  "harnesses": {
+   "seed": "seed 001 section 7",
+   "kindling": "Kindling's gpu_throughput.py",
+   "lambda": "Lambda deeplearning-benchmark",
+   "dle": "NVIDIA DeepLearningExamples"
+  },
+  "derived": {
+   "modes": {
+    "amp_fp16": "fp16",
+    "tf32": "tf32"
+   },
+   "calibration_harness": "lambda",
+   "min_calibration_rows": 5
+  },
+  "rows": [
+   {
+    "gpu": "a100-40gb",
+    "mode": "fp32",
+    "img_s": 380,
+    "batch": 256,
+    "harness": "seed",
+    "note": "single-GPU FP32",
+    "source": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)"
+   },
+   {
+    "gpu": "a100-40gb",
+    "mode": "tf32",
+    "img_s": 928,
+    "batch": 360,
+    "harness": "lambda",
+    "note": "A100 40GB SXM4",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1"
+   },
+   {
+    "gpu": "a100-40gb",
+    "mode": "amp_fp16",
+    "img_s": 1455,
+    "batch": 720,
+    "harness": "lambda",
+    "note": "A100 40GB SXM4, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1"
+   },
+   {
+    "gpu": "a100-40gb",
+    "mode": "amp_fp16",
+    "img_s": 720,
+    "batch": 512,
+    "harness": "seed",
+    "note": "the seed's AMP row",
+    "source": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)"
+   },
+   {
+    "gpu": "a100-40gb",
+    "mode": "ddp",
+    "img_s": 700,
+    "batch": 512,
+    "harness": "seed",
+    "note": "4-GPU DDP AMP 2,800 img/s total = 700 per GPU",
+    "world_size": 4,
+    "total_img_s": 2800,
+    "source": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)"
+   },
+   {
+    "gpu": "a100-80gb",
+    "mode": "tf32",
+    "img_s": 938,
+    "batch": 256,
+    "harness": "dle",
+    "note": "A100 80GB SXM4 (DGX A100)",
+    "source": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md"
+   },
+   {
+    "gpu": "a100-80gb",
+    "mode": "tf32",
+    "img_s": 1066,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "A100 80GB SXM4",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a100-80gb",
+    "mode": "amp_fp16",
+    "img_s": 1582,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "A100 80GB SXM4, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a100-80gb",
+    "mode": "amp_fp16_cl",
+    "img_s": 2470,
+    "batch": 256,
+    "harness": "dle",
+    "note": "A100 80GB SXM4, NHWC",
+    "source": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md"
+   },
+   {
+    "gpu": "a100-pcie-80gb",
+    "mode": "tf32",
+    "img_s": 1014,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "A100 80GB PCIe",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a100-pcie-80gb",
+    "mode": "amp_fp16",
+    "img_s": 1527,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "A100 80GB PCIe, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a100-pcie-40gb",
+    "mode": "tf32",
+    "img_s": 882,
+    "batch": 360,
+    "harness": "lambda",
+    "note": "A100 40GB PCIe (Lambda Cloud)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a100-pcie-40gb",
+    "mode": "amp_fp16",
+    "img_s": 1396,
+    "batch": 720,
+    "harness": "lambda",
+    "note": "A100 40GB PCIe (Lambda Cloud), NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "v100-16gb",
+    "mode": "fp32",
+    "img_s": 367,
+    "batch": 112,
+    "harness": "dle",
+    "note": "V100 16GB (DGX-1)",
+    "source": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md"
+   },
+   {
+    "gpu": "v100-16gb",
+    "mode": "fp32",
+    "img_s": 369,
+    "batch": 128,
+    "harness": "lambda",
+    "note": "V100 16GB (Lambda Cloud)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "v100-16gb",
+    "mode": "amp_fp16",
+    "img_s": 833,
+    "batch": 256,
+    "harness": "lambda",
+    "note": "V100 16GB (Lambda Cloud), NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "v100-16gb",
+    "mode": "amp_fp16_cl",
+    "img_s": 1200,
+    "batch": 256,
+    "harness": "dle",
+    "note": "V100 16GB (DGX-1), NHWC",
+    "source": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "tf32",
+    "img_s": 1753,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "H100 80GB SXM5",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "tf32",
+    "img_s": 1895,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "H100 80GB SXM5, pytorch 24.03",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_fp16",
+    "img_s": 2616,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "H100 80GB SXM5, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_fp16",
+    "img_s": 2791,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "H100 80GB SXM5, NCHW, pytorch 24.03",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h100-pcie",
+    "mode": "tf32",
+    "img_s": 1182,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "H100 80GB PCIe (Lambda Cloud)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "h100-pcie",
+    "mode": "tf32",
+    "img_s": 1248,
+    "batch": 640,
+    "harness": "lambda",
+    "note": "H100 80GB PCIe, pytorch 24.03",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h100-pcie",
+    "mode": "amp_fp16",
+    "img_s": 1851,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "H100 80GB PCIe (Lambda Cloud), NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "h100-pcie",
+    "mode": "amp_fp16",
+    "img_s": 1976,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "H100 80GB PCIe, NCHW, pytorch 24.03",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h200",
+    "mode": "fp32",
+    "img_s": 1064,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "FP32, TF32 off",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "tf32",
+    "img_s": 2216,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "TF32",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "tf32",
+    "img_s": 2259,
+    "batch": 1280,
+    "harness": "lambda",
+    "note": "H200 141GB SXM",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h200",
+    "mode": "amp_fp16",
+    "img_s": 3096,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP fp16, NCHW (the seed recipe)",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "amp_fp16",
+    "img_s": 3079,
+    "batch": 2560,
+    "harness": "lambda",
+    "note": "H200 141GB SXM, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "h200",
+    "mode": "amp_bf16",
+    "img_s": 2452,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP bf16, NCHW",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "amp_bf16_cl",
+    "img_s": 4703,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP bf16, channels_last",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "amp_fp16_cl",
+    "img_s": 6180,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP fp16, channels_last",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "compile",
+    "img_s": 7557,
+    "batch": 384,
+    "harness": "kindling",
+    "note": "AMP fp16, channels_last, torch.compile default mode, step in a CUDA graph (58 s compile)",
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+   },
+   {
+    "gpu": "b200",
+    "mode": "tf32",
+    "img_s": 2967,
+    "batch": 1664,
+    "harness": "lambda",
+    "note": "B200 (Lambda's '192GB'); the same harness gives the H200 2,259, so read it as a floor",
+    "calibrates": false,
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "b200",
+    "mode": "amp_fp16",
+    "img_s": 3076,
+    "batch": 3328,
+    "harness": "lambda",
+    "note": "B200, NCHW; the same harness gives the H200 3,079 (the NCHW harness, not the GPU, sets it), a floor",
+    "calibrates": false,
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW"
+   },
+   {
+    "gpu": "a10",
+    "mode": "tf32",
+    "img_s": 349,
+    "batch": 224,
+    "harness": "lambda",
+    "note": "A10 (Lambda Cloud)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "a10",
+    "mode": "amp_fp16",
+    "img_s": 638,
+    "batch": 448,
+    "harness": "lambda",
+    "note": "A10 (Lambda Cloud), NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-a6000",
+    "mode": "tf32",
+    "img_s": 514,
+    "batch": 496,
+    "harness": "lambda",
+    "note": "RTX A6000",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-a6000",
+    "mode": "amp_fp16",
+    "img_s": 916,
+    "batch": 928,
+    "harness": "lambda",
+    "note": "RTX A6000, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-6000-ada",
+    "mode": "tf32",
+    "img_s": 647,
+    "batch": 496,
+    "harness": "lambda",
+    "note": "RTX 6000 Ada",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-6000-ada",
+    "mode": "amp_fp16",
+    "img_s": 1146,
+    "batch": 928,
+    "harness": "lambda",
+    "note": "RTX 6000 Ada, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-4090",
+    "mode": "tf32",
+    "img_s": 721,
+    "batch": 224,
+    "harness": "lambda",
+    "note": "RTX 4090",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-4090",
+    "mode": "amp_fp16",
+    "img_s": 1301,
+    "batch": 448,
+    "harness": "lambda",
+    "note": "RTX 4090, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-3090",
+    "mode": "tf32",
+    "img_s": 513,
+    "batch": 224,
+    "harness": "lambda",
+    "note": "RTX 3090",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "rtx-3090",
+    "mode": "amp_fp16",
+    "img_s": 905,
+    "batch": 448,
+    "harness": "lambda",
+    "note": "RTX 3090, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   }
+  ]
+ },
  "sources": {
   "ctk_table3": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)",
   "ctk_table2": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)",
@@ -2509,7 +3276,26 @@ CATALOGUE = json.loads(
   "nvml_fabric": "NVIDIA/go-nvml pkg/nvml/nvml.h @2f9e261f (NVML's header): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3; nvmlGpuFabricInfo_t.status 'Must be checked only if state returns complete'; NVML_GPU_FABRIC_HEALTH_SUMMARY_ NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY",
   "smi_fabric_text": "nvidia-smi -q Fabric blocks as printed: Azure/azhpc-images PR 506 ('State : Completed', 'Status : Insufficient Resources', CliqueId 0, zero ClusterUUID on a failed node); kubernetes-sigs/dra-driver-nvidia-gpu issue 626 ('Health / Summary : Unhealthy' with State Completed, Status Success); leptonai/gpud PR 1140 (NVML reports the fabric state 'Not Supported' for an H100/H200/GB200 set up with one GPU); the H200 capture (one GPU: every Fabric field 'N/A')",
   "smi_nvlink_status": "nvidia-smi nvlink --status / -s as printed: bottlerocket-os/bottlerocket PR 4418 ('GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)' then 'Link 0: 26.562 GB/s' .. 'Link 17'); Azure/azhpc-diagnostics issue 73 ('Link 3: <inactive>' on a Tesla V100-SXM2-32GB); leptonai/gpud @4a8de33a components/accelerator/nvidia/nvlink/ evaluate_threshold.go and Azure/azurehpc-health-checks PR 132 ('Unable to retrieve NVLink information as all links are inActive'); canonical/checkbox PR 431 and the project's H200 (no output, exit status 0, on a host without NVLink: tests/fixtures/captures/h200-fabric, 2026-12-01)",
-  "fm_version_text": "nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output"
+  "fm_version_text": "nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output",
+  "seed_001": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)",
+  "kindling_h200": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)",
+  "dle_resnet50": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md",
+  "lambda_v1": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)",
+  "lambda_a100_sxm4_40gb": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1",
+  "lambda_v2": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW",
+  "nv_datasheet_h200": "NVIDIA H200 Tensor Core GPU datasheet (SXM and NVL columns; sparsity figures halved)",
+  "nv_datasheet_h100": "NVIDIA H100 Tensor Core GPU datasheet (SXM, PCIe and NVL columns; sparsity figures halved)",
+  "nv_datasheet_a100": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)",
+  "nv_datasheet_v100": "NVIDIA V100 Tensor Core GPU datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)",
+  "ml_engineering_specs": "stas00/ml-engineering @744d01e, compute/accelerator/README.md: 'theoretical peak TFLOPS ... (w/o sparsity)' and the memory bandwidth table, which cite NVIDIA's product pages (A100, H100, H200, L40S) and the DGX B200 datasheet",
+  "lightning_flops": "Lightning-AI/pytorch-lightning @0810121f, src/lightning/fabric/utilities/throughput.py _CUDA_FLOPS, which cites NVIDIA's T4 and A10 datasheets (t4: fp32 8.1e12, fp16 65e12; the A10 figures filed under 'a10g': fp32 31.2e12, bf16/fp16 125e12)",
+  "secondary_l4": "a fork of Lightning's throughput.py citing NVIDIA's Ada architecture whitepaper v2.1 (l4: fp32 30.3e12, tf32 60e12, bf16/fp16 121e12); a reseller's copy of NVIDIA's L4 table ('Max Memory Bandwidth 300 GB/s', 'TF32 Tensor Core 120 TFLOPS | Sparsity'); secondary copies only, NVIDIA's datasheet was not read",
+  "secondary_a10_memory": "baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference ('24 gigabytes of GDDR6 VRAM with a memory bandwidth of 600 gigabytes per second', shared by A10 and A10G; 'the A10 prioritizes tensor compute, while the A10G has a higher CUDA core performance'); a fork of Lightning's throughput.py (a10 tf32 62.5e12)",
+  "secondary_t4_memory": "sysrqmts.com/en/gpus/nvidia/tesla/t4 ('Bandwidth - 320.0 GB/s') and a public GPU catalogue ('memory_bandwidth_gbps: 320'); secondary copies only",
+  "secondary_a100_memory": "thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)",
+  "secondary_rtx_a6000": "llmperf.net, citing Microway ('Memory Bandwidth 768 GB/s', 'Mixed-Precision (FP16/BF16) 154.8 TFLOPS', dense); sysrqmts.com ('FP32 (float) performance | 38.71 TFLOPS'); secondary copies only",
+  "secondary_geforce": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses",
+  "secondary_h100_nvl": "two public GPU tables on GitHub ('H100 NVL | Hopper | 94 GB HBM3 | 3.9 TB/s | ~835' dense FP16 TFLOP/s); third-party only, NVIDIA's datasheet was not read"
  }
 }
 """

@@ -24,15 +24,24 @@ explained in docs/HEALTH_CODES.md. They come from the host's nvidia_smi_facts re
 (also a failed one: a lost GPU's Xid 79 is still reported), else from the gpu_throughput
 result's ``health_codes``.
 
+The fleet is also its own baseline (``module_utils/peer_baseline.py``): every mode of
+every host is compared with the median of its peers, the other hosts of the same GPU
+model measured in the same run. The summary's ``vs peers`` column and its "Peer
+baseline" section show each group (count, median, spread) and say where a model has one
+host only and so no peer baseline.
+
 Host status: ``ok``, ``slow`` (a mode below tolerance), ``unhealthy`` (throughput
 passed, or could only be reported, but nvidia-smi reports a failing health code: the
-host trains at speed now, yet a GPU needs attention before it takes work), ``failed``
-(a task failed), ``unreachable`` and ``no-measurement``. A slow, failed or unmeasured
-host keeps its status; its failing codes show beside it in the attention list, the
-health column and the findings section.
+host trains at speed now, yet a GPU needs attention before it takes work), ``outlier``
+(the table passed it, but a mode trails its peers' median by more than the margin,
+``--peer-margin``, default 10%), ``failed`` (a task failed), ``unreachable`` and
+``no-measurement``. A slow, failed or unmeasured host keeps its status; its failing
+codes show beside it in the attention list, the health column and the findings section.
+A slow host whose every peer is as slow is marked ``group-slow``: the table's number,
+not this host, is then the likely mismatch.
 
 Exit status: 0 when every host passed or could only be reported, 1 when any host
-failed, was unreachable, was slow or is unhealthy, 2 on bad arguments.
+failed, was unreachable, was slow, is unhealthy or an outlier, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -58,10 +67,17 @@ from ansible.module_utils.gpu_health import (  # noqa: E402
     health_line,
     report_codes,
 )
+from ansible.module_utils.peer_baseline import (  # noqa: E402
+    DEFAULT_MARGIN,
+    group_summary,
+    judge_peers,
+)
 
 HEALTH_DOC = "docs/HEALTH_CODES.md"
 FACT_TASKS = ("nvidia_smi_facts", "torch_cuda_facts")
-THROUGHPUT_TASK = "gpu_throughput"
+# The throughput result: the gpu_throughput module's, which the gpu_check role runs as an
+# async job and collects with async_status (the async start itself carries no result).
+THROUGHPUT_ACTIONS = ("gpu_throughput", "async_status")
 
 
 def _action(event_data: Dict[str, Any]) -> str:
@@ -69,8 +85,10 @@ def _action(event_data: Dict[str, Any]) -> str:
     return action.rsplit(".", 1)[-1]
 
 
-def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """Fold ansible-runner job events into one record per host."""
+def collect(
+    events: Iterable[Dict[str, Any]], peer_margin: float = DEFAULT_MARGIN
+) -> Dict[str, Dict[str, Any]]:
+    """Fold ansible-runner job events into one record per host, judged against its peers."""
     hosts: Dict[str, Dict[str, Any]] = {}
 
     def host_record(name: str) -> Dict[str, Any]:
@@ -111,7 +129,11 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
                 record["nvidia_smi"] = facts["nvidia_smi"]
             elif action == "torch_cuda_facts" and "torch_cuda" in facts:
                 record["torch_cuda"] = facts["torch_cuda"]
-            elif action == THROUGHPUT_TASK and not result.get("skipped"):
+            elif (
+                action in THROUGHPUT_ACTIONS
+                and not result.get("skipped")
+                and ("verdict" in result or "judgement" in result)
+            ):
                 record["throughput"] = {
                     key: result.get(key)
                     for key in (
@@ -125,6 +147,9 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
                         "tolerance",
                         "health_codes",
                         "health_line",
+                        "gpus",
+                        "gpu_outliers",
+                        "not_run",
                     )
                 }
                 record["throughput"]["environment"] = (result.get("throughput") or {}).get(
@@ -145,7 +170,67 @@ def collect(events: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
             record["status"] = "no-measurement"
         elif record["status"] == "ok" and record["health_failing"]:
             record["status"] = "unhealthy"
+    apply_peers(hosts, peer_margin)
     return hosts
+
+
+def measurements(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Every host's judged modes as peer_baseline measurements: one per GPU where the
+    host measured every GPU (the gpu_throughput module's ``gpus``), else one per host."""
+    out = []
+    for name in sorted(hosts):
+        tp = hosts[name]["throughput"] or {}
+        gpus = [g for g in tp.get("gpus") or [] if isinstance(g, dict) and g.get("modes")]
+        if gpus:
+            for gpu in gpus:
+                for mode, j in gpu["modes"].items():
+                    out.append(
+                        {
+                            "host": name,
+                            "gpu": gpu.get("index"),
+                            "gpu_key": tp.get("gpu_key"),
+                            "mode": mode,
+                            "img_s": j.get("img_s"),
+                            "table_status": j.get("status"),
+                        }
+                    )
+            continue
+        for mode, j in (tp.get("judgement") or {}).items():
+            out.append(
+                {
+                    "host": name,
+                    "gpu_key": tp.get("gpu_key"),
+                    "mode": mode,
+                    "img_s": j.get("img_s"),
+                    "table_status": j.get("status"),
+                }
+            )
+    return out
+
+
+def apply_peers(hosts: Dict[str, Dict[str, Any]], margin: float = DEFAULT_MARGIN) -> None:
+    """Each host's ``peers`` verdicts; an ``ok`` host that trails its peers is an outlier."""
+    verdicts = judge_peers(measurements(hosts), margin)
+    for record in hosts.values():
+        mine = [v for v in verdicts if v["host"] == record["host"]]
+        record["peer_verdicts"] = mine
+        # Per mode, the host's GPU furthest below its peers (or its only measurement).
+        record["peers"] = {}
+        for v in mine:
+            have = record["peers"].get(v["mode"])
+            if have is None or (v["peer_ratio"] or 9) < (have["peer_ratio"] or 9):
+                record["peers"][v["mode"]] = v
+        trailing = [v for v in mine if v["flag"] == "trails-peers"]
+        if record["status"] == "ok" and trailing:
+            record["status"] = "outlier"
+    hosts_meta = {"margin": margin, "groups": group_summary(verdicts)}
+    for record in hosts.values():
+        record["peer_groups"] = [
+            g
+            for g in hosts_meta["groups"]
+            if g["gpu_key"] == (record["throughput"] or {}).get("gpu_key")
+        ]
+        record["peer_margin"] = margin
 
 
 def host_health(record: Dict[str, Any]) -> Dict[str, Any]:
@@ -204,9 +289,22 @@ def _rows(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
                     "ratio": j.get("ratio"),
                     "status": j.get("status"),
                     "source": j.get("source") or "",
+                    "peers": (hosts[name].get("peers") or {}).get(mode) or {},
                 }
             )
     return rows
+
+
+def peers_cell(peer: Dict[str, Any]) -> str:
+    """The summary's ``vs peers`` cell: ratio to the peers' median, or why there is none."""
+    if not peer:
+        return "-"
+    if peer.get("peer_ratio") is None:
+        return "no peers"
+    text = f"{peer['peer_ratio']:.2f} of {peer['peer_median']:,.0f} (n={peer['peer_count']})"
+    if peer.get("verdict") in ("trails", "leads"):
+        text += f" **{peer['verdict']}**"
+    return text
 
 
 def _fmt(value: Optional[float], spec: str) -> str:
@@ -237,25 +335,77 @@ def render_markdown(
     lines.append("## Throughput per host and mode")
     lines.append("")
     lines.append(
-        "| host | GPU | mode | batch | img/s | reference | ratio | verdict | health | source |"
+        "| host | GPU | mode | batch | img/s | reference | ratio | verdict | vs peers "
+        "| health | source |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in _rows(hosts):
         lines.append(
             f"| {row['host']} | {row['gpu']} | {row['mode']} | {row['batch'] or ''} "
             f"| {_fmt(row['img_s'], '.0f')} | {_fmt(row['reference'], '.0f')} "
-            f"| {_fmt(row['ratio'], '.2f')} | {row['status']} "
+            f"| {_fmt(row['ratio'], '.2f')} | {row['status']} | {peers_cell(row['peers'])} "
             f"| {health_cell(hosts[row['host']])} | {row['source']} |"
         )
+    lines.append("")
+    lines.extend(_peer_section(hosts))
     lines.append("")
     lines.extend(_health_section(hosts, health_doc))
     return "\n".join(lines) + "\n"
 
 
+def _peer_groups(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    seen: Dict[Any, Dict[str, Any]] = {}
+    for record in hosts.values():
+        for group in record.get("peer_groups") or []:
+            seen[(group["gpu_key"], group["mode"])] = group
+    return [seen[k] for k in sorted(seen)]
+
+
+def _peer_section(hosts: Dict[str, Dict[str, Any]]) -> List[str]:
+    margin = next((r.get("peer_margin") for r in hosts.values() if "peer_margin" in r), None)
+    lines = ["## Peer baseline", ""]
+    lines.append(
+        "Each host (each GPU, where the host measured every GPU) against the median of its "
+        "peers: the other hosts and GPUs of its model, measured in this run; more than "
+        f"{_fmt(margin, '.0%')} below it is flagged, even where the table passes. "
+        '"measured" counts hosts, or GPUs.'
+    )
+    lines.append("")
+    lines.append("| GPU | mode | measured | median img/s | min | max | trailing |")
+    lines.append("|---|---|---|---|---|---|---|")
+    single = []
+    for g in _peer_groups(hosts):
+        if not g["baseline"]:
+            single.append(g)
+            continue
+        lines.append(
+            f"| {g['gpu_key']} | {g['mode']} | {g['count']} | {g['median']:,.0f} "
+            f"| {g['min']:,.0f} | {g['max']:,.0f} | {', '.join(g['trailing']) or 'none'} |"
+        )
+    lines.append("")
+    for g in single:
+        lines.append(
+            f"- {g['gpu_key']} / {g['mode']}: one host of this model in the run, so no peer "
+            "baseline; it is judged against the table only."
+        )
+    flagged = []
+    for record in sorted(hosts.values(), key=lambda r: r["host"]):
+        for v in record.get("peer_verdicts") or (record.get("peers") or {}).values():
+            if v.get("flag"):
+                flagged.append(f"- **{v['flag']}**: {v['reason']}")
+    if flagged:
+        lines.append("")
+        lines.extend(flagged)
+    return lines
+
+
 def _why(record: Dict[str, Any]) -> str:
-    """Why a host needs attention: its errors or throughput summary, and its failing codes."""
+    """Why a host needs attention: errors or summary, peer flags, and its failing codes."""
     tp = record["throughput"] or {}
     why = "; ".join(record["errors"] or [tp.get("summary") or ""])
+    for v in record.get("peer_verdicts") or (record.get("peers") or {}).values():
+        if v.get("flag"):
+            why += f"; {v['flag']}: {v['reason']}"
     failing = [r for r in record.get("health") or [] if r.get("severity") == FAILING]
     if failing:
         why += f"; failing health codes: {code_list(failing)}"
@@ -305,7 +455,7 @@ def _health_section(hosts: Dict[str, Dict[str, Any]], health_doc: Optional[str])
     return lines
 
 
-COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "unknown": "#546e7a", "skipped": "#9e9e9e"}
+COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not_run": "#546e7a"}
 
 
 def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
@@ -380,6 +530,7 @@ def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
         f"<tr><td>{html.escape(r['host'])}</td><td>{html.escape(r['mode'])}</td>"
         f"<td>{_fmt(r['img_s'], '.0f')}</td><td>{_fmt(r['reference'], '.0f')}</td>"
         f"<td>{_fmt(r['ratio'], '.2f')}</td><td>{html.escape(str(r['status']))}</td>"
+        f"<td>{html.escape(peers_cell(r['peers']).replace('**', ''))}</td>"
         f"<td>{_health_html(hosts[r['host']])}</td><td>{html.escape(r['source'])}</td></tr>"
         for r in _rows(hosts)
     )
@@ -394,7 +545,7 @@ td,th{{border:1px solid #ccc;padding:2px 8px}}.legend span{{padding:0 8px;color:
 · {len(hosts)} hosts</p>
 <p class="legend"><span style="background:{COLOURS["pass"]}">pass</span>
 <span style="background:{COLOURS["fail"]}">below tolerance</span>
-<span style="background:{COLOURS["unknown"]}">no reference</span>
+<span style="background:{COLOURS["not_run"]}">not run (not judged)</span>
 dashed line: reference img/s</p>
 <h2>Hosts that need attention</h2>
 <ul id="attention">{"".join(attention) or "<li>none</li>"}</ul>
@@ -402,7 +553,7 @@ dashed line: reference img/s</p>
 {"".join(svg)}
 <h2>Table</h2>
 <table><tr><th>host</th><th>mode</th><th>img/s</th><th>reference</th><th>ratio</th>
-<th>verdict</th><th>health</th><th>source</th></tr>{table}</table>
+<th>verdict</th><th>vs peers</th><th>health</th><th>source</th></tr>{table}</table>
 <p>Health codes: <code>{HEALTH_DOC}</code> in the Kindling repository.</p>
 </body></html>
 """
@@ -515,6 +666,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="parent directory of the timestamped report (default: reports/)",
     )
     parser.add_argument(
+        "--peer-margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help="flag a host more than this fraction below its peers' median (default: %(default)s)",
+    )
+    parser.add_argument(
         "--from-artifacts",
         type=Path,
         help="report an earlier ansible-runner artifacts directory instead of running",
@@ -540,7 +697,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             args.limit,
         )
         inventory = str(args.inventory)
-    hosts = collect(events)
+    if not 0 < args.peer_margin < 1:
+        parser.error(f"--peer-margin must be between 0 and 1, got {args.peer_margin}")
+    hosts = collect(events, args.peer_margin)
     meta = {
         "timestamp": stamp,
         "inventory": inventory,

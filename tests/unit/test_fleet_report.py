@@ -254,14 +254,16 @@ def test_reports_show_the_health_codes_beside_the_verdict(tmp_path):
 
     md = (tmp_path / "summary.md").read_text()
     # The health column sits beside the verdict; failing codes are bold, notes plain.
-    assert "| verdict | health | source |" in md
+    assert "| verdict | vs peers | health | source |" in md
     assert (
-        "| xid | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | **xid-79**, xid-13 |"
-        in md
+        "| xid | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass "
+        "| 1.00 of 5,795 (n=6) | **xid-79**, xid-13 |" in md
     )
-    assert "| noted | NVIDIA H200 | amp_fp16_cl | 256 | 5790 | 5781 | 1.00 | pass | xid-13 |" in md
-    assert "| clean | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | ok |" in md
-    assert "| fast | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | - |" in md
+    assert "| noted | NVIDIA H200 | amp_fp16_cl | 256 | 5790 | 5781 | 1.00 | pass | 1.00 of" in md
+    assert "| 1.00 of 5,800 (n=6) | xid-13 |" in md
+    assert "| clean | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | 1.00 of" in md
+    assert "| fast | NVIDIA H200 | amp_fp16_cl | 256 | 5800 | 5781 | 1.00 | pass | 1.00 of" in md
+    assert "| 0.36 of 5,800 (n=6) **trails** | - |" in md  # slow: the table failed it too
     assert (
         "| **fabric-manager-version-mismatch** |" not in md
         and "**nvlink-down**, **fabric-manager-version-mismatch**" in md
@@ -367,7 +369,7 @@ def test_runs_verify_through_ansible_runner_on_the_local_connection(tmp_path):
     host = data["hosts"]["localhost"]
     assert host["status"] == "ok"
     assert host["torch_cuda"]["importable"] is True
-    assert host["throughput"]["judgement"]["fp32"]["status"] == "unknown"
+    assert host["throughput"]["judgement"]["fp32"]["status"] == "not_run"
     assert host["throughput"]["judgement"]["fp32"]["img_s"] > 0
     assert host["health_failing"] == [] and isinstance(host["health"], list)
     controller = tmp_path / "controller" / "localhost"
@@ -379,4 +381,91 @@ def test_runs_verify_through_ansible_runner_on_the_local_connection(tmp_path):
     assert lines[verdict + 1] == f"- {report['health_summary']}" or lines[verdict + 1].startswith(
         f"- {report['health_summary']} (explained in docs/HEALTH_CODES.md)"
     )
-    assert 'class="bar unknown"' in (run_dir / "index.html").read_text()
+    assert 'class="bar not_run"' in (run_dir / "index.html").read_text()
+
+
+def _h200_host(name, img_s, status="pass", gpu_key="h200", gpu_name="NVIDIA H200"):
+    judged = _judged(status, img_s, 6180.0, status)
+    judged.update(gpu_key=gpu_key, gpu_name=gpu_name)
+    return _event("runner_on_ok", name, "gpu_throughput", judged)
+
+
+def test_the_fleet_is_its_own_baseline(tmp_path):
+    # Four H200s pass the table (0.80 x 6,180 = 4,944); h200-d passes it at 5,000 but
+    # trails its three peers (6,150) by 19%: an outlier. One T4 host has no peers.
+    events = [
+        _h200_host("h200-a", 6150.0),
+        _h200_host("h200-b", 6140.0),
+        _h200_host("h200-c", 6160.0),
+        _h200_host("h200-d", 5000.0),
+        _h200_host("t4-a", 480.0, gpu_key="t4", gpu_name="Tesla T4"),
+    ]
+    hosts = fleet_report.collect(events)
+    assert {h: r["status"] for h, r in hosts.items()} == {
+        "h200-a": "ok",
+        "h200-b": "ok",
+        "h200-c": "ok",
+        "h200-d": "outlier",
+        "t4-a": "ok",
+    }
+    d = hosts["h200-d"]["peers"]["amp_fp16_cl"]
+    assert d["flag"] == "trails-peers" and d["peer_median"] == 6150.0
+    assert hosts["t4-a"]["peers"]["amp_fp16_cl"]["verdict"] == "no-peers"
+    # A wider margin lets it through.
+    assert fleet_report.collect(events, peer_margin=0.25)["h200-d"]["status"] == "ok"
+
+    meta = {"timestamp": "20261201T000000Z", "inventory": "inv", "playbook": "playbooks/verify.yml"}
+    fleet_report.write_reports(hosts, tmp_path, meta)
+    md = (tmp_path / "summary.md").read_text()
+    attention = md.split("## Hosts that need attention")[1].split("## Throughput")[0]
+    assert (
+        "- **h200-d** (outlier): pass: amp_fp16_cl 5000.0 img/s; trails-peers: h200-d" in attention
+    )
+    assert "81% of its 3 peer(s)' median 6,150, more than 10% below (the table passed it)" in md
+    peers = md.split("## Peer baseline")[1].split("## GPU health")[0]
+    assert "| h200 | amp_fp16_cl | 4 | 6,145 | 5,000 | 6,160 | h200-d |" in peers
+    assert "- t4 / amp_fp16_cl: one host of this model in the run, so no peer baseline" in peers
+    assert "| t4-a | Tesla T4 | amp_fp16_cl | 256 | 480 |" in md and "| no peers |" in md
+    page = (tmp_path / "index.html").read_text()
+    assert "<b>h200-d</b> (outlier)" in page and "0.81 of 6,150 (n=3) trails" in page
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["hosts"]["h200-d"]["peers"]["amp_fp16_cl"]["peer_ratio"] == 0.813
+
+
+def test_a_whole_group_below_the_table_is_reported_as_group_slow():
+    events = [_h200_host(f"h{i}", 4000.0 + i, status="fail") for i in range(3)]
+    hosts = fleet_report.collect(events)
+    assert {r["status"] for r in hosts.values()} == {"slow"}
+    assert all(r["peers"]["amp_fp16_cl"]["flag"] == "group-slow" for r in hosts.values())
+    assert "group-slow: h0 fails the table" in fleet_report._why(hosts["h0"])
+
+
+def test_a_bad_peer_margin_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        fleet_report.main(["--from-artifacts", str(tmp_path), "--peer-margin", "1.5"])
+    assert exc.value.code == 2
+    assert "--peer-margin must be between 0 and 1, got 1.5" in capsys.readouterr().err
+
+
+def test_hosts_that_measured_every_gpu_are_judged_gpu_by_gpu():
+    from ansible.module_utils.gpu_throughput_ref import judge_report
+
+    doc = json.loads(
+        (REPO_ROOT / "tests" / "fixtures" / "throughput" / "h200x8_one_gpu_behind.json").read_text()
+    )
+    judged = judge_report(doc, "h200")
+    events = []
+    for name in ("hgx-a", "hgx-b"):
+        result = _judged("pass", 6150.0, 6180.0, "pass")
+        result.update(gpus=judged["gpus"], gpu_outliers=judged["gpu_outliers"], not_run=[])
+        events.append(_event("runner_on_ok", name, "gpu_throughput", result))
+    hosts = fleet_report.collect(events)
+    # 16 GPUs in one group; GPU 5 of each host trails the other 15 (the table passed it).
+    flagged = [v for v in hosts["hgx-a"]["peer_verdicts"] if v["flag"] == "trails-peers"]
+    assert [(v["gpu"], v["mode"]) for v in flagged] == [(5, "amp_fp16_cl")]
+    assert flagged[0]["peer_count"] == 15
+    assert hosts["hgx-a"]["status"] == "outlier"
+    assert hosts["hgx-a"]["peers"]["amp_fp16_cl"]["gpu"] == 5  # the worst GPU per mode
+    md = fleet_report.render_markdown(hosts, {"timestamp": "t", "inventory": "i", "playbook": "p"})
+    assert "| h200 | amp_fp16_cl | 16 | 6,152 | 5,200 | 6,162 | hgx-a GPU 5, hgx-b GPU 5 |" in md
+    assert "hgx-a GPU 5 amp_fp16_cl 5,200 img/s is 84% of its 15 peer(s)' median 6,155" in md

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -131,22 +132,26 @@ def test_real_program_on_cpu(tmp_path: Path) -> None:
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     assert result["gpu_key"] == "cpu" and result["gpu_name"] == "cpu"
-    assert result["verdict"] == "unknown" and result["failed_modes"] == []
+    assert result["verdict"] == "not_run" and result["failed_modes"] == []
     assert result["diagnosis"] == []
     judgement = result["judgement"]
     assert set(judgement) == {"fp32", "amp_fp16"}
     fp32 = judgement["fp32"]
     for key in ("img_s", "reference", "ratio", "status", "source", "reference_batch", "mfu"):
         assert key in fp32
-    assert fp32["status"] == "unknown" and fp32["img_s"] > 0 and fp32["reference"] is None
-    assert judgement["amp_fp16"]["status"] == "skipped" and judgement["amp_fp16"]["reason"]
+    assert fp32["status"] == "not_run" and fp32["img_s"] > 0 and fp32["reference"] is None
+    assert judgement["amp_fp16"]["status"] == "not_run"
+    assert judgement["amp_fp16"]["reason"].startswith("skipped: ")
+    assert result["not_run"] == ["fp32", "amp_fp16"]
+    (gpu,) = result["gpus"]  # one device: measured in-process, judged as GPU 0
+    assert gpu["index"] == 0 and gpu["modes"]["fp32"]["img_s"] == fp32["img_s"]
     assert result["throughput"]["schema_version"] == 1
     assert result["throughput"]["modes"]["fp32"]["batch_size"] == 2
     assert result["output_file"] == str(out_dir / "gpu_throughput.json")
     kept = json.loads((out_dir / "gpu_throughput.json").read_text())
     assert kept["modes"]["fp32"]["img_s"] == fp32["img_s"]
     assert "--output" in result["cmd"] and "--peak-tflops" not in result["cmd"]
-    assert result["summary"].startswith("cpu (cpu); UNKNOWN: 0 pass, 0 fail, 1 unknown, 1 skipped")
+    assert result["summary"].startswith("cpu (cpu); NOT_RUN: 0 pass, 0 fail, 2 not_run")
 
 
 def test_slow_mode_fails_with_measured_reference_and_causes(tmp_path: Path) -> None:
@@ -158,7 +163,7 @@ def test_slow_mode_fails_with_measured_reference_and_causes(tmp_path: Path) -> N
     assert result["failed_modes"] == ["amp_fp16_cl"]
     msg = result["msg"]
     assert "amp_fp16_cl 3,000 img/s vs reference 6,180 (0.49" in msg
-    assert "Kindling H200 measurements 2026-11-29" in msg
+    assert "Kindling's gpu_throughput.py" in msg
     assert "downgraded PCIe link: Gen3 x8 of a possible Gen5 x16" in msg
     assert result["diagnosis"] and "PCIe" in result["diagnosis"][0]
     judgement = result["judgement"]
@@ -236,11 +241,13 @@ def test_passing_host(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
 
 
 def test_unknown_gpu_never_fails(monkeypatch: Any, capsys: Any) -> None:
-    args = fake_args(gpu_name_override="NVIDIA GeForce RTX 4090")
+    # A card with no datasheet row (the rented cards have one: test_gpu_throughput_ref.py).
+    args = fake_args(gpu_name_override="NVIDIA GeForce GTX 1080")
     result = call_module_in_process(monkeypatch, capsys, args)
     assert not result.get("failed"), result.get("msg")
-    assert result["gpu_key"] == "geforce-rtx-4090" and result["verdict"] == "unknown"
-    assert {e["status"] for e in result["judgement"].values()} == {"unknown"}
+    assert result["gpu_key"] == "gtx-1080" and result["verdict"] == "not_run"
+    assert {e["status"] for e in result["judgement"].values()} == {"not_run"}
+    assert all("no datasheet row" in e["reason"] for e in result["judgement"].values())
 
 
 def test_missing_program(tmp_path: Path) -> None:
@@ -327,3 +334,91 @@ def test_check_mode_does_not_run(tmp_path: Path, monkeypatch: Any, capsys: Any) 
 def test_bad_tolerance(monkeypatch: Any, capsys: Any) -> None:
     result = call_module_in_process(monkeypatch, capsys, fake_args(tolerance=1.5))
     assert result["failed"] is True and "tolerance must be in (0, 1]" in result["msg"]
+
+
+EIGHT_DOC = FIXTURES / "h200x8_one_gpu_behind.json"  # CONSTRUCTED: see its README
+
+
+def eight_gpu_facts(slow_link: bool) -> Dict[str, Any]:
+    gpus = [
+        dict(H200_GPU, index=i, pci_bus_id=f"00000000:{0x18 + 0x10 * i:02X}:00.0") for i in range(8)
+    ]
+    if slow_link:
+        gpus[5].update(pcie_gen_current=3, pcie_width_current=8)
+    return {"gpus": gpus}
+
+
+def test_a_gpu_behind_its_host_fails_it_with_bus_id_and_cause(tmp_path: Path) -> None:
+    args = fake_args(nvidia_smi=eight_gpu_facts(slow_link=True))
+    args["extra_args"][1] = str(EIGHT_DOC)
+    result = run_module(tmp_path, args)
+    assert result["failed"] is True and result["verdict"] == "fail"
+    assert result["failed_modes"] == []  # every mode passes the table on every GPU
+    (outlier,) = result["gpu_outliers"]
+    assert outlier["gpu"] == 5 and outlier["mode"] == "amp_fp16_cl"
+    assert outlier["bus_id"] == "00000000:68:00.0"  # filled in from the nvidia-smi facts
+    gpus = {g["index"]: g for g in result["gpus"]}
+    assert len(gpus) == 8 and gpus[5]["verdict"] == "fail"
+    assert {gpus[i]["verdict"] for i in gpus if i != 5} == {"pass"}
+    assert gpus[5]["modes"]["amp_fp16_cl"]["status"] == "pass"  # the table alone passes it
+    assert gpus[5]["modes"]["amp_fp16_cl"]["vs_host"] == pytest.approx(5200 / 6155, abs=1e-3)
+    cause = result["diagnosis"][0]
+    assert cause.startswith("GPU 5 (00000000:68:00.0) trains amp_fp16_cl at 5,200 img/s, 84%")
+    assert "passes the table" in cause and "downgraded PCIe link: Gen3 x8" in cause
+    assert "GPU 5 trails the host's other GPUs in amp_fp16_cl" in result["msg"]
+
+
+def test_every_gpu_passing_and_require_all(tmp_path: Path) -> None:
+    # The slow GPU's facts look healthy, and a margin of 20% lets it through.
+    args = fake_args(nvidia_smi=eight_gpu_facts(slow_link=False), gpu_margin=0.2)
+    args["extra_args"][1] = str(EIGHT_DOC)
+    result = run_module(tmp_path, args)
+    assert not result["failed"], result.get("msg")
+    assert result["verdict"] == "pass" and result["gpu_outliers"] == []
+    assert result["not_run"] == [] and result["probes_judged"]["h2d"]["status"] == "pass"
+    # require_all with a mode the table has no row for (amp_bf16 on the fake's H200 doc
+    # is absent, so ask the fake for a GPU the table does not know).
+    args = fake_args(require_all=True, gpu_name_override="NVIDIA GeForce GTX 1080")
+    result = run_module(tmp_path, args)
+    assert result["failed"] is True and result["verdict"] == "fail"
+    assert result["not_run"] == ["fp32", "amp_fp16", "amp_fp16_cl"]
+    assert "every check is required (require_all)" in result["msg"]
+
+
+def test_bad_gpu_margin_is_refused(tmp_path: Path) -> None:
+    result = run_module(tmp_path, fake_args(gpu_margin=1.0))
+    assert result["failed"] is True and "gpu_margin must be in (0, 1), got 1.0" in result["msg"]
+
+
+def test_the_progress_file_is_passed_on_and_a_stale_one_removed(tmp_path: Path) -> None:
+    stale = tmp_path / "progress.json"
+    stale.write_text('{"phase": "done", "done": {"fp32": {"status": "ok", "img_s": 1}}}')
+    result = run_module(tmp_path, fake_args(progress_file=str(stale)))
+    assert result["cmd"][result["cmd"].index("--progress") + 1] == str(stale)
+    assert not stale.exists()  # the FAKE program writes none; the last run's is gone
+
+
+def test_the_progress_module_reads_the_files_and_the_job(tmp_path: Path) -> None:
+    progress = tmp_path / "progress.json"
+    progress.write_text(
+        json.dumps({"phase": "mode", "current": "fp32", "started_at": time.time() - 5})
+    )
+    job = tmp_path / "job"
+    job.write_text(json.dumps({"started": True, "finished": False}))
+    args = {"progress_file": str(progress), "results_file": str(job)}
+    env = dict(
+        os.environ,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "t"),
+        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+    )
+    cmd = [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "-e",
+           f"ansible_python_interpreter={PY}", "-m", "gpu_throughput_progress", "-a",
+           json.dumps(args)]  # fmt: skip
+    out = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert '"finished": false' in out.stdout
+    assert re.search(r'"line": "\[\d+ s\] mode fp32 running"', out.stdout), out.stdout
+    job.write_text(json.dumps({"changed": False, "verdict": "pass"}))
+    out = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert '"finished": true' in out.stdout and '"changed": false' in out.stdout

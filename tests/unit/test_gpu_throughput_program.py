@@ -101,6 +101,7 @@ MODE_KEYS = {
     "peak_memory_mib": (float, type(None)),
     "mfu": (float, type(None)),
     "windows": list,
+    "window_spread": (float, int, type(None)),
     "warmup_seconds": (float, type(None)),
     "compile_seconds": (float, type(None)),
     "compile_mode": (str, type(None)),
@@ -337,6 +338,119 @@ def test_progress_goes_to_stderr(cpu_run: Dict[str, Any]) -> None:
     assert "[gpu_throughput" not in cpu_run["stdout"]
 
 
+@pytest.mark.slow
+def test_one_device_runs_in_process_with_a_per_gpu_entry(report: Dict[str, Any]) -> None:
+    (gpu,) = report["per_gpu"]
+    assert gpu["index"] == 0 and gpu["name"] == "cpu"
+    assert set(gpu["modes"]) == {"fp32", "tf32", "amp_fp16", "amp_bf16_cl"}  # not ddp
+    assert gpu["modes"]["fp32"]["img_s"] == report["modes"]["fp32"]["img_s"]
+
+
+# --- every GPU at once: two simulated devices on the CPU, one process each
+
+MULTI_ARGS = [
+    "--device", "cpu",
+    "--gpus", "2",
+    "--image-size", "32",
+    "--batch-size", "2",
+    "--num-classes", "10",
+    "--warmup", "1",
+    "--steps", "1",
+    "--windows", "2",
+    "--threads", "1",
+    "--modes", "fp32,ddp",
+    "--probes", "none",
+    "--ddp-backend", "gloo",
+    "--world-size", "2",
+    "--ddp-mode", "fp32",
+    "--max-seconds", "300",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def multi_run(tmp_path_factory: Any) -> Dict[str, Any]:
+    progress = tmp_path_factory.mktemp("progress") / "progress.json"
+    result = run_program([*MULTI_ARGS, "--progress", str(progress)])
+    assert result["rc"] == 0, result["stderr"][-3000:]
+    result["report"] = json.loads(result["stdout"])
+    result["progress"] = progress
+    return result
+
+
+@pytest.mark.slow
+def test_the_progress_file_ends_done_and_the_gpu_files_are_gone(multi_run: Dict[str, Any]) -> None:
+    path = multi_run["progress"]
+    state = json.loads(path.read_text())
+    assert state["phase"] == "done" and state["current"] is None
+    assert state["gpus"] == [0, 1]
+    assert set(state["done"]) == {"fp32", "ddp"}
+    assert state["done"]["fp32"]["status"] == "ok" and state["done"]["fp32"]["img_s"] > 0
+    assert list(path.parent.glob("progress.json.*")) == []  # workers' files and temp files
+
+
+@pytest.mark.slow
+def test_every_device_is_measured_by_its_own_process(multi_run: Dict[str, Any]) -> None:
+    report = multi_run["report"]
+    assert [g["index"] for g in report["per_gpu"]] == [0, 1]
+    for gpu in report["per_gpu"]:
+        fp32 = gpu["modes"]["fp32"]
+        assert fp32["status"] == "ok" and fp32["img_s"] > 0, fp32["reason"]
+        assert set(gpu["modes"]) == {"fp32"}
+    # The host entry is the lower median of the devices: a real device's result.
+    host = report["modes"]["fp32"]
+    rates = {str(g["index"]): g["modes"]["fp32"]["img_s"] for g in report["per_gpu"]}
+    assert host["img_s_by_gpu"] == rates and host["gpu_count"] == 2
+    assert host["img_s"] == min(rates.values())
+    assert rates[str(host["gpu_index"])] == host["img_s"]
+    # Each worker tags its progress lines; the parent says they run at once.
+    stderr = multi_run["stderr"]
+    assert "measuring fp32 on 2 GPU(s) at once: [0, 1]" in stderr
+    assert "[gpu_throughput gpu0 +" in stderr and "[gpu_throughput gpu1 +" in stderr
+    # DDP runs after the workers, against the host's single-device rate.
+    ddp = report["modes"]["ddp"]
+    assert ddp["status"] == "ok", ddp["reason"]
+    assert list(report["modes"]) == ["fp32", "ddp"]
+
+
+@pytest.mark.slow
+def test_the_device_processes_are_gone(multi_run: Dict[str, Any]) -> None:
+    assert multi_run["children"] == [], f"left behind: {multi_run['children']!r}"
+    assert multi_run["report"]["children_at_exit"] == []
+
+
+def test_measured_devices_and_the_host_entry(program: Any) -> None:
+    plan = {"device": "cuda", "gpus": "all"}
+    assert program.measured_devices(plan, 8) == list(range(8))
+    assert program.measured_devices(dict(plan, gpus=3), 8) == [0, 1, 2]
+    assert program.measured_devices(dict(plan, gpus=[5, 7]), 8) == [5, 7]
+    with pytest.raises(ValueError, match="only 1 GPU"):
+        program.measured_devices(dict(plan, gpus=2), 1)
+    with pytest.raises(ValueError, match=r"GPU\(s\) \[9\] not visible"):
+        program.measured_devices(dict(plan, gpus=[9]), 8)
+    assert program.measured_devices({"device": "cpu", "gpus": "all"}, 0) == [0]
+    assert program.measured_devices({"device": "cpu", "gpus": 4}, 0) == [0, 1, 2, 3]
+
+    def gpu(index: int, img_s: Any, status: str = "ok") -> Dict[str, Any]:
+        return {"index": index, "modes": {"fp32": {"status": status, "img_s": img_s}}}
+
+    entry = program.host_entry([gpu(0, 10.0), gpu(1, 30.0), gpu(2, 20.0), gpu(3, 40.0)], "fp32")
+    assert entry["img_s"] == 20.0 and entry["gpu_index"] == 2  # the lower median of four
+    assert entry["img_s_by_gpu"] == {"0": 10.0, "1": 30.0, "2": 20.0, "3": 40.0}
+    failed = program.host_entry([gpu(0, None, "failed"), gpu(1, None, "failed")], "fp32")
+    assert failed["status"] == "failed"
+    one_ok = program.host_entry([gpu(0, None, "failed"), gpu(1, 12.0)], "fp32")
+    assert one_ok["img_s"] == 12.0 and one_ok["img_s_by_gpu"] == {"0": None, "1": 12.0}
+
+
+class _Props:
+    pci_domain_id, pci_bus_id, pci_device_id = 0, 0x18, 0
+
+
+def test_bus_id_is_nvidia_smis_format(program: Any) -> None:
+    assert program.bus_id(_Props()) == "00000000:18:00.0"
+    assert program.bus_id(object()) is None
+
+
 # ----------------------------------------------------------------------------- exit codes
 
 
@@ -352,6 +466,9 @@ def test_progress_goes_to_stderr(cpu_run: Dict[str, Any]) -> None:
         (["--device", "tpu"], "invalid choice"),
         (["--peak-tflops", "fp64=1"], "unknown precision"),
         (["--image-size", "8"], "--image-size must be >= 16"),
+        (["--gpus", "0"], "--gpus must be 'all', a count >= 1"),
+        (["--gpus", "1,1"], "distinct GPU indices"),
+        (["--gpus", "x"], "'x' is not a GPU index"),
     ],
 )
 def test_bad_arguments_exit_2(args: List[str], message: str) -> None:
@@ -472,6 +589,7 @@ def test_profiles(program: Any) -> None:
     assert quick["probes"] == ["h2d"]
     assert quick["batch_sizes"] == {"fp32": 256, "amp_fp16": 256, "amp_fp16_cl": 256}
     assert quick["cuda_graphs_modes"] == [] and quick["max_seconds"] == 85.0
+    assert (quick["warmup"], quick["steps"], quick["windows"]) == (5, 5, 3)
     full = program.resolve_plan(parser.parse_args(["--profile", "full"]))
     assert full["modes"] == list(program.MODE_ORDER) and full["probes"] == program.PROBE_ORDER
     assert full["batch_sizes"]["compile"] == 384 and full["batch_sizes"]["fp32"] == 256
@@ -514,6 +632,8 @@ def test_window_summary_is_the_median(program: Any) -> None:
     # 50 images per window: 500, 1000 and 250 img/s; the median window is 500 img/s.
     assert summary["windows"] == [500.0, 1000.0, 250.0]
     assert summary["img_s"] == 500.0 and summary["ms_per_step"] == 20.0
+    assert summary["window_spread"] == 1.5  # (1000 - 250) / 500
+    assert program.summarize_windows([], 10, 5)["window_spread"] is None
 
 
 def test_seed_ratio_math(program: Any) -> None:

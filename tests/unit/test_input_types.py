@@ -654,3 +654,11 @@ def test_check_all_shows_a_value_that_is_not_secret():
         {"h": it.Pattern(r"argon2:.*", "argon2:...")}, {"h": SECRET}, secret=["other"]
     )
     assert found == [("h", f"h is {SECRET!r}: the wrong form; give a value like argon2:...")]
+
+
+def test_float_with_both_ends_open():
+    shape = it.Float(0, 1, low_open=True, high_open=True, why="a margin")
+    assert shape.check(0.1) is None and shape.check("0.99") is None
+    assert shape.check(0) == "it must be in (0, 1): a margin"
+    assert shape.check(1) == "it must be in (0, 1): a margin"
+    assert shape.describe() == "number in (0, 1)"

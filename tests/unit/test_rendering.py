@@ -1439,7 +1439,11 @@ def gpu_check_vars(verdict: str) -> Dict[str, Any]:
     variables = copy.deepcopy(COMMON)
     variables["ansible_facts"].update(nvidia_smi=facts, torch_cuda={"torch_version": "2.11.0"})
     variables.update(
-        gpu_check_result=result, gpu_check_profile="quick", gpu_check_report_dir="/reports"
+        gpu_check_result=result,
+        gpu_check_profile="quick",
+        gpu_check_report_dir="/reports",
+        gpu_check_gpu_margin=0.1,
+        gpu_check_require_all=False,
     )
     return variables
 
@@ -1473,7 +1477,52 @@ def test_the_markdown_report_shows_the_health_codes_beside_the_verdict():
     )
     assert lines[verdict + 3].startswith("  - note `xid-13` (GPU 0): An application error")
     assert lines[verdict + 4].startswith("- GPU: 1 x NVIDIA H200, driver 580.159.04")
-    assert "| amp_fp16_cl | 256 | 6150 | 6180 | 0.99 | pass |" in text
+    assert "| amp_fp16_cl | 256 | 6150 | - | 6180 | 0.99 | pass |" in text
+
+
+def test_the_markdown_report_marks_a_derived_reference_and_its_tolerance():
+    variables = gpu_check_vars("pass")
+    variables["gpu_check_result"]["judgement"]["amp_fp16"] = {
+        "img_s": 480.0, "reference": 506.0, "ratio": 0.9486, "status": "pass", "reason": None,
+        "source": "derived from the datasheet (Lambda deeplearning-benchmark calibration)",
+        "reference_basis": "derived", "tolerance": 0.616,
+    }  # fmt: skip
+    variables["gpu_check_result"]["throughput"]["modes"]["amp_fp16"] = {"batch_size": 256}
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    assert (
+        "| amp_fp16 | 256 | 480 | - | 506 | 0.95 | pass | derived from the datasheet (Lambda "
+        "deeplearning-benchmark calibration) (derived; judged at 62%) |" in text
+    )
+    # A measured reference carries no such mark.
+    assert "| amp_fp16_cl | 256 | 6150 | - | 6180 | 0.99 | pass | Kindling H200" in text
+    assert text.count("(derived; judged at") == 1
+
+
+def test_the_markdown_report_lists_every_gpu_and_the_one_behind():
+    from ansible.module_utils.gpu_throughput_ref import judge_report
+
+    doc = json.loads(
+        (REPO_ROOT / "tests/fixtures/throughput/h200x8_one_gpu_behind.json").read_text()
+    )
+    judged = judge_report(doc, "h200")
+    variables = gpu_check_vars("fail")
+    variables["gpu_check_result"].update(
+        gpus=judged["gpus"], gpu_outliers=judged["gpu_outliers"], not_run=["input_pipeline"]
+    )
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    assert "a GPU more than 10% below it fails:" in text
+    assert "| 5 | - | amp_fp16_cl | 5200 | 0.84 | 0.84 | fail (behind the host) |" in text
+    assert "| 0 | - | amp_fp16_cl | 6150 | 1.00 | 1.00 | pass |" in text
+    assert text.count("| amp_fp16_cl |") == 8 + 1  # eight GPUs and the host table
+    assert "Not run: input_pipeline." in text
 
 
 def test_the_markdown_report_of_a_healthy_host_says_so():
@@ -1511,7 +1560,17 @@ def test_the_json_report_and_the_slow_host_message_carry_the_codes():
             "msg"
         ]
     )
-    assert message.startswith("gpu1.example.com is slow: NVIDIA H200 (h200); PASS")
+    # verdict fail without a slow mode or GPU: a required check did not run, say, so the
+    # message does not call the host slow.
+    assert message.startswith("gpu1.example.com failed the check: NVIDIA H200 (h200); PASS")
+    variables["gpu_check_result"]["failed_modes"] = ["amp_fp16_cl"]
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    slow = templar.template(
+        report_task("Fail a host that trains slower than its GPUs should")["ansible.builtin.fail"][
+            "msg"
+        ]
+    )
+    assert slow.startswith("gpu1.example.com is slow: NVIDIA H200 (h200); PASS")
     assert (
         "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0). Likely causes: none" in message
     )

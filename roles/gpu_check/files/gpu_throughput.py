@@ -19,6 +19,12 @@ Modes (the names are the stable keys of the JSON ``modes`` object):
   compile      torch.compile on the best AMP channels_last dtype of this run
   ddp          DistributedDataParallel over all local GPUs, one process per GPU
 
+Every GPU at once: on a host with several GPUs the single-GPU modes run on every GPU
+concurrently, one process per GPU (``--gpus``), so the wall time stays that of one GPU.
+The report's ``per_gpu`` holds each GPU's results; ``modes`` holds the host's median GPU
+per mode. CUDA numbers the GPUs in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as
+nvidia-smi does. ``--device cpu --gpus N`` runs N such processes on the CPU (tests).
+
 Exit codes: 0 the report was written (modes may still be skipped or failed inside it);
 2 bad arguments; 3 torch or torchvision not importable; 4 CUDA requested but unavailable.
 """
@@ -128,8 +134,11 @@ PROFILES: Dict[str, Dict[str, Any]] = {
     "quick": {
         "modes": ["fp32", "amp_fp16", "amp_fp16_cl"],
         "probes": ["h2d"],
-        "warmup": 10,
-        "steps": 10,
+        # 5 + 3 x 5 steps: most of a mode's time is cuDNN's first-step autotune; on the
+        # H200 the window-to-window spread stayed at 0.1% (docs/BENCHMARKS.md), so shorter
+        # windows lose no judging power and keep the check within 60 s.
+        "warmup": 5,
+        "steps": 5,
         "windows": 3,
         "max_seconds": 85.0,
         "mode_defaults": {},
@@ -160,12 +169,38 @@ DEFAULT_BATCH = 256
 
 _T0 = time.monotonic()
 _QUIET = False
+_LOG_TAG = "gpu_throughput"
+# --progress FILE: what runs now and what is done, rewritten at every step (a GPU worker
+# writes FILE.gpuN), for a caller that polls (the gpu_check role prints it while it waits).
+_PROGRESS: Dict[str, Any] = {"path": None, "state": {}}
+
+
+def progress(**changes: Any) -> None:
+    """Update the progress file (atomically); a no-op without --progress."""
+    path = _PROGRESS["path"]
+    if not path:
+        return
+    state = _PROGRESS["state"]
+    done = changes.pop("done", None)
+    if done:
+        state.setdefault("done", {}).update(done)
+    state.update(changes)
+    state.setdefault("started_at", time.time() - (time.monotonic() - _T0))
+    state["elapsed_s"] = _round(time.monotonic() - _T0, 1)
+    state["updated_at"] = time.time()
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(state, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def log(message: str) -> None:
     """Progress line on stderr (stdout carries only the JSON document)."""
     if not _QUIET:
-        sys.stderr.write(f"[gpu_throughput +{time.monotonic() - _T0:6.1f}s] {message}\n")
+        sys.stderr.write(f"[{_LOG_TAG} +{time.monotonic() - _T0:6.1f}s] {message}\n")
         sys.stderr.flush()
 
 
@@ -332,6 +367,25 @@ def sweep_variants(axes: Dict[str, List[Any]], mode: Optional[str] = None) -> Li
     return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
 
 
+def parse_gpus(text: str) -> Any:
+    """--gpus: 'all', a count N (the first N devices) or a comma list of indices."""
+    text = text.strip()
+    if text == "all":
+        return "all"
+    if text.isdigit():
+        if int(text) < 1:
+            raise ValueError("--gpus must be 'all', a count >= 1 or a list of GPU indices")
+        return int(text)
+    indices = []
+    for part in _split_list(text):
+        if not part.isdigit():
+            raise ValueError(f"--gpus: {part!r} is not a GPU index")
+        indices.append(int(part))
+    if not indices or len(set(indices)) != len(indices):
+        raise ValueError("--gpus: give 'all', a count, or distinct GPU indices")
+    return indices
+
+
 def _worker_list(text: str) -> List[int]:
     if text == "auto":
         return [min(12, max(1, (os.cpu_count() or 2) - 2))]
@@ -437,6 +491,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--world-size", type=int, help="ddp processes (default: every visible GPU; 1 on cpu)")
     add(
+        "--gpus",
+        default="all",
+        help="GPUs the single-GPU modes measure, all at once, one process each: all "
+        "(default: every visible GPU; 1 on cpu), a count N (the first N; on cpu, N "
+        "processes), or a comma list of indices",
+    )
+    add(
         "--ddp-mode",
         choices=["auto", "amp_fp16_cl", "amp_bf16_cl", "amp_fp16", "amp_bf16", "fp32", "tf32"],
         default="auto",
@@ -504,8 +565,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     add("--tmp-dir", help="where the input_pipeline dataset is written (default: system temp)")
     add("--output", help="write the JSON here instead of stdout")
+    add(
+        "--progress",
+        metavar="FILE",
+        help="keep FILE up to date with the step running now and the steps done (JSON)",
+    )
     add("--quiet", action="store_true", help="no progress lines on stderr")
     add("--ddp-worker", help=argparse.SUPPRESS)
+    add("--gpu-worker", help=argparse.SUPPRESS)
     return parser
 
 
@@ -578,6 +645,7 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
                 else mode_defaults.get(m, {}).get("cuda_graphs", False)
             )
         ],
+        "gpus": parse_gpus(args.gpus),
         "ddp_backend": args.ddp_backend or ("gloo" if cpu else "nccl"),
         "world_size": args.world_size,
         "ddp_mode": args.ddp_mode,
@@ -961,6 +1029,7 @@ def empty_result(mode: str, batch: int) -> Dict[str, Any]:
         "peak_memory_mib": None,
         "mfu": None,
         "windows": [],
+        "window_spread": None,
         "warmup_seconds": None,
         "compile_seconds": None,
         "compile_mode": None,
@@ -971,10 +1040,13 @@ def empty_result(mode: str, batch: int) -> Dict[str, Any]:
 
 def summarize_windows(window_ms: List[float], images_per_step: int, steps: int) -> Dict[str, Any]:
     rates = [images_per_step * steps / (ms / 1000.0) for ms in window_ms if ms > 0]
+    median = statistics.median(rates) if rates else None
     return {
-        "img_s": _round(statistics.median(rates)) if rates else None,
+        "img_s": _round(median) if rates else None,
         "ms_per_step": _round(statistics.median(window_ms) / steps, 3) if window_ms else None,
         "windows": [_round(r) for r in rates],
+        # (fastest - slowest window) / median: how much a shorter run could mislead.
+        "window_spread": _round((max(rates) - min(rates)) / median, 4) if median else None,
     }
 
 
@@ -1109,6 +1181,13 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
 
 
 def run_mode_with_sweep(ctx: Context, mode: str) -> Dict[str, Any]:
+    progress(phase="mode", current=mode)
+    result = _run_mode_with_sweep(ctx, mode)
+    progress(current=None, done={mode: {"status": result["status"], "img_s": result["img_s"]}})
+    return result
+
+
+def _run_mode_with_sweep(ctx: Context, mode: str) -> Dict[str, Any]:
     if mode not in ctx.plan["sweep_modes"]:
         return run_single_mode(ctx, mode, {})
     best: Optional[Dict[str, Any]] = None
@@ -1141,6 +1220,190 @@ def run_mode_with_sweep(ctx: Context, mode: str) -> Dict[str, Any]:
     assert chosen is not None
     chosen["notes"].append(f"fastest of {len(variants)} sweep variants (see 'sweep')")
     return chosen
+
+
+# --------------------------------------------------------------------------- every GPU
+
+
+def measured_devices(plan: Dict[str, Any], visible: int) -> List[int]:
+    """The device indices the single-GPU modes measure (on cpu: simulated devices)."""
+    wanted = plan["gpus"]
+    if plan["device"] == "cpu":
+        count = 1 if wanted == "all" else (wanted if isinstance(wanted, int) else len(wanted))
+        return list(range(count))
+    if wanted == "all":
+        return list(range(visible))
+    if isinstance(wanted, int):
+        if wanted > visible:
+            raise ValueError(f"--gpus {wanted}: only {visible} GPU(s) are visible")
+        return list(range(wanted))
+    missing = [i for i in wanted if i >= visible]
+    if missing:
+        raise ValueError(f"--gpus: GPU(s) {missing} not visible ({visible} visible)")
+    return list(wanted)
+
+
+def bus_id(props: Any) -> Optional[str]:
+    """nvidia-smi's bus id (00000000:18:00.0) from torch's device properties, if it has them."""
+    try:
+        domain, bus, device = (
+            int(props.pci_domain_id),
+            int(props.pci_bus_id),
+            int(props.pci_device_id),
+        )
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return f"{domain:08X}:{bus:02X}:{device:02X}.0"
+
+
+def host_entry(per_gpu: List[Dict[str, Any]], mode: str) -> Dict[str, Any]:
+    """The host's entry for a mode: the median GPU's result (of those that measured it)."""
+    results = [(g["index"], (g["modes"] or {}).get(mode)) for g in per_gpu]
+    ok = sorted(
+        ((r["img_s"], i, r) for i, r in results if r and r["status"] == "ok" and r["img_s"]),
+        key=lambda x: (x[0], x[1]),
+    )
+    if not ok:
+        first = next((r for _, r in results if r), None)
+        return dict(first) if first else {"status": "failed", "reason": "no GPU result"}
+    _, index, result = ok[(len(ok) - 1) // 2]  # the lower median: a real GPU's result
+    entry = dict(result)
+    entry["gpu_index"] = index
+    entry["gpu_count"] = len(per_gpu)
+    entry["img_s_by_gpu"] = {str(i): r["img_s"] if r else None for i, r in results}
+    entry["notes"] = [
+        *(result.get("notes") or []),
+        f"the median of {len(ok)} GPU(s) measured at once (GPU {index}); per_gpu has each",
+    ]
+    return entry
+
+
+def _worker_env(index: int, device: str) -> Dict[str, str]:
+    env = dict(os.environ)
+    if device == "cuda":
+        parent = [v for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = parent[index] if index < len(parent) else str(index)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return env
+
+
+def run_gpu_workers(ctx: Context, devices: List[int], modes: List[str]) -> List[Dict[str, Any]]:
+    """The single-GPU modes on every device at once, one process per device."""
+    plan = ctx.plan
+    workdir = tempfile.mkdtemp(prefix="kindling-gpus-")
+    remaining = max(1.0, ctx.deadline - time.monotonic())
+    procs: List[Tuple[int, subprocess.Popen]] = []
+    try:
+        for index in devices:
+            config = {
+                "plan": dict(plan, modes=modes, probes=[], max_seconds=remaining),
+                "index": index,
+                "out": os.path.join(workdir, f"gpu{index}.json"),
+                "quiet": _QUIET,
+                "progress": f"{_PROGRESS['path']}.gpu{index}" if _PROGRESS["path"] else None,
+            }
+            path = os.path.join(workdir, f"gpu{index}.config.json")
+            with open(path, "w") as fh:
+                json.dump(config, fh)
+            cmd = [sys.executable, os.path.abspath(__file__), "--gpu-worker", path]
+            procs.append(
+                (
+                    index,
+                    subprocess.Popen(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=sys.stderr,
+                        env=_worker_env(index, plan["device"]),
+                    ),
+                )
+            )
+        log(f"measuring {', '.join(modes)} on {len(devices)} GPU(s) at once: {devices}")
+        progress(phase="every GPU", current=", ".join(modes), gpus=devices)
+        # The workers stop starting modes at the budget; a mode already running (a compile)
+        # may take a while longer.
+        deadline = time.monotonic() + remaining + 300
+        for _, proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        late = [index for index, proc in procs if proc.poll() is None]
+        _stop_processes([proc for _, proc in procs])
+        per_gpu = []
+        for index, proc in procs:
+            out_path = os.path.join(workdir, f"gpu{index}.json")
+            try:
+                with open(out_path) as fh:
+                    data = json.load(fh)
+            except (OSError, ValueError):
+                why = (
+                    "did not finish in time"
+                    if index in late
+                    else f"exited {proc.returncode} without a result"
+                )
+                data = {
+                    "index": index,
+                    "name": None,
+                    "bus_id": None,
+                    "modes": {
+                        m: dict(
+                            empty_result(m, plan["batch_sizes"].get(m, plan["batch_size"])),
+                            status="failed",
+                            reason=f"the measuring process of GPU {index} {why}",
+                        )
+                        for m in modes
+                    },
+                    "sweep": [],
+                }
+            per_gpu.append(data)
+        return per_gpu
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        for index in devices:
+            if _PROGRESS["path"]:
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{_PROGRESS['path']}.gpu{index}")
+
+
+def gpu_worker_main(config_path: str) -> int:
+    """One GPU's single-GPU modes (started by run_gpu_workers, one GPU visible as cuda:0)."""
+    global _QUIET, _LOG_TAG
+    with open(config_path) as fh:
+        config = json.load(fh)
+    index = int(config["index"])
+    _QUIET = bool(config.get("quiet"))
+    _LOG_TAG = f"gpu_throughput gpu{index}"
+    _PROGRESS["path"] = config.get("progress")
+    progress(gpu=index, phase="starting")
+    plan = config["plan"]
+    result: Dict[str, Any] = {"index": index, "name": None, "bus_id": None, "modes": {}}
+    torch, torchvision, error = import_torch()
+    if error:
+        result["modes"] = {
+            m: dict(empty_result(m, plan["batch_size"]), status="failed", reason=error)
+            for m in plan["modes"]
+        }
+    else:
+        if plan["threads"]:
+            torch.set_num_threads(plan["threads"])
+        ctx = Context(torch, torchvision, plan)
+        if ctx.device == "cuda":
+            props = torch.cuda.get_device_properties(0)
+            result.update(name=props.name, bus_id=bus_id(props))
+        else:
+            result["name"] = "cpu"
+        for mode in plan["modes"]:
+            ctx.results[mode] = run_mode_with_sweep(ctx, mode)
+        result["modes"] = ctx.results
+        result["sweep"] = [dict(s, gpu=index) for s in ctx.sweep]
+        if ctx.used_compile:
+            with contextlib.suppress(Exception):
+                from torch._inductor.async_compile import shutdown_compile_workers
+
+                shutdown_compile_workers()
+    tmp = config["out"] + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result, fh, allow_nan=False)
+    os.replace(tmp, config["out"])
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- ddp
@@ -1800,6 +2063,7 @@ def collect_environment(torch: Any, torchvision: Any, device: str) -> Dict[str, 
                     "capability": f"{props.major}.{props.minor}",
                     "memory_mib": int(props.total_memory // 2**20),
                     "multi_processor_count": props.multi_processor_count,
+                    "bus_id": bus_id(props),
                 }
             )
         with contextlib.suppress(Exception):
@@ -1875,10 +2139,56 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
         )
     ctx = Context(torch, torchvision, plan)
     environment["bf16_supported"] = ctx.bf16[0]
-    for mode in plan["modes"]:
-        ctx.results[mode] = run_ddp(ctx) if mode == "ddp" else run_mode_with_sweep(ctx, mode)
+    try:
+        devices = measured_devices(plan, environment["gpu_count"])
+    except ValueError as exc:
+        log(str(exc))
+        return EXIT_BAD_ARGS, None
+    singles = [m for m in plan["modes"] if m != "ddp"]
+    per_gpu: List[Dict[str, Any]] = []
+    if len(devices) > 1 and singles:
+        per_gpu = run_gpu_workers(ctx, devices, singles)
+        for mode in singles:
+            ctx.results[mode] = host_entry(per_gpu, mode)
+        for gpu in per_gpu:
+            ctx.sweep.extend(gpu.pop("sweep", []) or [])
+    else:
+        for mode in singles:
+            ctx.results[mode] = run_mode_with_sweep(ctx, mode)
+        if singles:
+            index = devices[0] if devices else 0
+            gpu = environment["gpus"][0] if environment["gpus"] else {}
+            per_gpu = [
+                {
+                    "index": index,
+                    "name": gpu.get("name", "cpu"),
+                    "bus_id": gpu.get("bus_id"),
+                    "modes": {m: ctx.results[m] for m in singles},
+                }
+            ]
+    for mode in singles:
+        progress(
+            done={
+                mode: {"status": ctx.results[mode]["status"], "img_s": ctx.results[mode]["img_s"]}
+            }
+        )
+    if "ddp" in plan["modes"]:
+        progress(phase="mode", current="ddp")
+        ctx.results["ddp"] = run_ddp(ctx)
+        progress(
+            current=None,
+            done={
+                "ddp": {
+                    "status": ctx.results["ddp"]["status"],
+                    "img_s": ctx.results["ddp"]["img_s"],
+                }
+            },
+        )
+    # Keep the plan's order of modes in the report.
+    ctx.results = {m: ctx.results[m] for m in plan["modes"] if m in ctx.results}
     probes: Dict[str, Any] = {}
     for name in plan["probes"]:
+        progress(phase="probe", current=name)
         reason = ctx.over_budget()
         if reason:
             probes[name] = probe_skeleton(reason)
@@ -1912,6 +2222,7 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
         "environment": environment,
         "config": config,
         "modes": ctx.results,
+        "per_gpu": per_gpu,
         "probes": probes,
         "seed_ratio": seed_ratio(ctx.results),
         "sweep": ctx.sweep,
@@ -1939,6 +2250,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.ddp_worker:
         return ddp_worker_main(args.ddp_worker)
+    if args.gpu_worker:
+        return gpu_worker_main(args.gpu_worker)
+    _PROGRESS["path"] = args.progress
+    progress(phase="starting", current=None)
+    # GPU i is nvidia-smi's GPU i (CUDA's default order is fastest first).
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         plan = resolve_plan(args)
     except ValueError as exc:
@@ -1964,6 +2281,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         children = list_children()
     report["children_at_exit"] = children
     report["wall_seconds"] = _round(time.monotonic() - _T0, 2)
+    progress(phase="done", current=None)
     text = json.dumps(report, indent=2, sort_keys=False, allow_nan=False)
     if args.output:
         directory = os.path.dirname(os.path.abspath(args.output))
