@@ -142,7 +142,13 @@ def group_summary(
     return rows
 
 
-def worst(verdicts: Sequence[Mapping[str, Any]], host: str) -> Optional[Mapping[str, Any]]:
-    """The host's measurement furthest below its peers, or None."""
-    mine = [v for v in verdicts if v["host"] == host and v["peer_ratio"] is not None]
-    return min(mine, key=lambda v: v["peer_ratio"]) if mine else None
+def worst(
+    verdicts: Sequence[Mapping[str, Any]], host: str, mode: Optional[str] = None
+) -> Optional[Mapping[str, Any]]:
+    """The host's measurement (in ``mode``) furthest below its peers; without peers its
+    first measurement; None when it has none."""
+    mine = [v for v in verdicts if v["host"] == host and mode in (None, v["mode"])]
+    judged = [v for v in mine if v["peer_ratio"] is not None]
+    if judged:
+        return min(judged, key=lambda v: v["peer_ratio"])
+    return mine[0] if mine else None

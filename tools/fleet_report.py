@@ -71,6 +71,7 @@ from ansible.module_utils.peer_baseline import (  # noqa: E402
     DEFAULT_MARGIN,
     group_summary,
     judge_peers,
+    worst,
 )
 
 HEALTH_DOC = "docs/HEALTH_CODES.md"
@@ -211,25 +212,17 @@ def measurements(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
 def apply_peers(hosts: Dict[str, Dict[str, Any]], margin: float = DEFAULT_MARGIN) -> None:
     """Each host's ``peers`` verdicts; an ``ok`` host that trails its peers is an outlier."""
     verdicts = judge_peers(measurements(hosts), margin)
-    for record in hosts.values():
-        mine = [v for v in verdicts if v["host"] == record["host"]]
+    groups = group_summary(verdicts)
+    for name, record in hosts.items():
+        mine = [v for v in verdicts if v["host"] == name]
         record["peer_verdicts"] = mine
         # Per mode, the host's GPU furthest below its peers (or its only measurement).
-        record["peers"] = {}
-        for v in mine:
-            have = record["peers"].get(v["mode"])
-            if have is None or (v["peer_ratio"] or 9) < (have["peer_ratio"] or 9):
-                record["peers"][v["mode"]] = v
-        trailing = [v for v in mine if v["flag"] == "trails-peers"]
-        if record["status"] == "ok" and trailing:
+        modes = dict.fromkeys(v["mode"] for v in mine)
+        record["peers"] = {mode: worst(mine, name, mode) for mode in modes}
+        if record["status"] == "ok" and any(v["flag"] == "trails-peers" for v in mine):
             record["status"] = "outlier"
-    hosts_meta = {"margin": margin, "groups": group_summary(verdicts)}
-    for record in hosts.values():
-        record["peer_groups"] = [
-            g
-            for g in hosts_meta["groups"]
-            if g["gpu_key"] == (record["throughput"] or {}).get("gpu_key")
-        ]
+        key = (record["throughput"] or {}).get("gpu_key")
+        record["peer_groups"] = [g for g in groups if g["gpu_key"] == key]
         record["peer_margin"] = margin
 
 

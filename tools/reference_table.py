@@ -33,6 +33,9 @@ if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
 from ansible.module_utils import gpu_throughput_ref as ref  # noqa: E402
 from ansible.module_utils.vendor_catalogue import CATALOGUE  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import marked_block  # noqa: E402
+
 # The modes the quick profile runs first, then the rest, in the program's order.
 MODES = ref.MODE_ORDER
 
@@ -167,11 +170,7 @@ def table() -> str:
 
 
 def render(text: str) -> str:
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"docs/BENCHMARKS.md lacks the markers {BEGIN} ... {END}")
-    head, rest = text.split(BEGIN, 1)
-    _old, tail = rest.split(END, 1)
-    return head + BEGIN + "\n\n" + table() + "\n\n" + END + tail
+    return marked_block.replace(text, BEGIN, END, "\n" + table() + "\n", "docs/BENCHMARKS.md")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,19 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail when the table is out of date")
     args = parser.parse_args(argv)
     text = DOC.read_text(encoding="utf-8")
-    wanted = render(text)
-    if args.check:
-        if wanted != text:
-            print(
-                "docs/BENCHMARKS.md's reference table is out of date: run tools/reference_table.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if wanted != text:
-        DOC.write_text(wanted, encoding="utf-8")
-        print("wrote docs/BENCHMARKS.md's reference table")
-    return 0
+    return marked_block.write_or_check(
+        DOC,
+        text,
+        render(text),
+        args.check,
+        "docs/BENCHMARKS.md's reference table",
+        "tools/reference_table.py",
+    )
 
 
 if __name__ == "__main__":

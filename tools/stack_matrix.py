@@ -29,6 +29,9 @@ if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
 
 from ansible.module_utils import stack_plan  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import marked_block  # noqa: E402
+
 PLAN_VARS = {
     "driver_branch": "nvidia_driver_branch",
     "cuda_version": "cuda_version",
@@ -75,11 +78,7 @@ def table() -> str:
 
 
 def render(text: str) -> str:
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"README.md lacks the markers {BEGIN} ... {END}")
-    head, rest = text.split(BEGIN, 1)
-    _old, tail = rest.split(END, 1)
-    return head + BEGIN + "\n" + table() + "\n" + END + tail
+    return marked_block.replace(text, BEGIN, END, table(), "README.md")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,19 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     text = README.read_text(encoding="utf-8")
-    wanted = render(text)
-    if args.check:
-        if wanted != text:
-            print(
-                "README.md's stack x OS table is out of date: run tools/stack_matrix.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if wanted != text:
-        README.write_text(wanted, encoding="utf-8")
-        print("wrote README.md's stack x OS table")
-    return 0
+    return marked_block.write_or_check(
+        README,
+        text,
+        render(text),
+        args.check,
+        "README.md's stack x OS table",
+        "tools/stack_matrix.py",
+    )
 
 
 if __name__ == "__main__":

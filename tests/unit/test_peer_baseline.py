@@ -94,6 +94,9 @@ def test_groups_are_per_model_and_mode_and_gpus_count_as_members():
     assert v[(0, "amp_fp16_cl")]["verdict"] == "in-line"
     assert v[(0, "amp_fp16")]["verdict"] == "no-peers"  # the only amp_fp16 measurement
     assert worst(judge_peers(fleet), "h1")["gpu"] == 7
+    assert worst(judge_peers(fleet), "h1", "amp_fp16_cl")["gpu"] == 7
+    # A mode without peers: its only measurement.
+    assert worst(judge_peers(fleet), "h1", "amp_fp16")["verdict"] == "no-peers"
     assert worst(judge_peers(fleet), "nobody") is None
 
 

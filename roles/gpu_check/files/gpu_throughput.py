@@ -1180,10 +1180,15 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
     return result
 
 
+def progress_done(mode: str, result: Dict[str, Any]) -> None:
+    progress(done={mode: {"status": result["status"], "img_s": result["img_s"]}})
+
+
 def run_mode_with_sweep(ctx: Context, mode: str) -> Dict[str, Any]:
     progress(phase="mode", current=mode)
     result = _run_mode_with_sweep(ctx, mode)
-    progress(current=None, done={mode: {"status": result["status"], "img_s": result["img_s"]}})
+    progress(current=None)
+    progress_done(mode, result)
     return result
 
 
@@ -2146,44 +2151,32 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
         return EXIT_BAD_ARGS, None
     singles = [m for m in plan["modes"] if m != "ddp"]
     per_gpu: List[Dict[str, Any]] = []
-    if len(devices) > 1 and singles:
+    # In this process only GPU 0 alone; any other GPU, or several, in their own processes.
+    if singles and devices != [0]:
         per_gpu = run_gpu_workers(ctx, devices, singles)
         for mode in singles:
             ctx.results[mode] = host_entry(per_gpu, mode)
+            progress_done(mode, ctx.results[mode])
         for gpu in per_gpu:
             ctx.sweep.extend(gpu.pop("sweep", []) or [])
     else:
         for mode in singles:
             ctx.results[mode] = run_mode_with_sweep(ctx, mode)
         if singles:
-            index = devices[0] if devices else 0
             gpu = environment["gpus"][0] if environment["gpus"] else {}
             per_gpu = [
                 {
-                    "index": index,
+                    "index": 0,
                     "name": gpu.get("name", "cpu"),
                     "bus_id": gpu.get("bus_id"),
                     "modes": {m: ctx.results[m] for m in singles},
                 }
             ]
-    for mode in singles:
-        progress(
-            done={
-                mode: {"status": ctx.results[mode]["status"], "img_s": ctx.results[mode]["img_s"]}
-            }
-        )
     if "ddp" in plan["modes"]:
         progress(phase="mode", current="ddp")
         ctx.results["ddp"] = run_ddp(ctx)
-        progress(
-            current=None,
-            done={
-                "ddp": {
-                    "status": ctx.results["ddp"]["status"],
-                    "img_s": ctx.results["ddp"]["img_s"],
-                }
-            },
-        )
+        progress(current=None)
+        progress_done("ddp", ctx.results["ddp"])
     # Keep the plan's order of modes in the report.
     ctx.results = {m: ctx.results[m] for m in plan["modes"] if m in ctx.results}
     probes: Dict[str, Any] = {}
