@@ -3093,6 +3093,15 @@ CATALOGUE = json.loads(
    {
     "gpu": "h200",
     "mode": "compile",
+    "img_s": 7948,
+    "batch": 512,
+    "harness": "kindling",
+    "note": "AMP fp16, channels_last, torch.compile default mode, step in a CUDA graph (41 s compile)",
+    "source": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)"
+   },
+   {
+    "gpu": "h200",
+    "mode": "compile",
     "img_s": 7557,
     "batch": 384,
     "harness": "kindling",
@@ -3279,6 +3288,7 @@ CATALOGUE = json.loads(
   "fm_version_text": "nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output",
   "seed_001": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)",
   "kindling_h200": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)",
+  "kindling_h200_20261202": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)",
   "dle_resnet50": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md",
   "lambda_v1": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)",
   "lambda_a100_sxm4_40gb": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1",

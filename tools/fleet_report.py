@@ -4,6 +4,7 @@
     python tools/fleet_report.py -i inventories/gpu                 # run, then report
     python tools/fleet_report.py -i inventories/gpu -e gpu_check_profile=full
     python tools/fleet_report.py --from-artifacts DIR               # report an earlier run
+    python tools/fleet_report.py --from-results reports/X/results.json  # draw it again
 
 It collects each host's nvidia-smi facts, torch.cuda facts and throughput judgement
 from the runner's job events, and writes reports/<timestamp>/ with:
@@ -13,9 +14,10 @@ from the runner's job events, and writes reports/<timestamp>/ with:
 - summary.md    one table row per host and mode, failures and likely causes first, a
                 ``health`` column beside the verdict (failing codes in bold) and a
                 "GPU health findings" section: per host, each finding with its remedy;
-- index.html    a bar chart of img/s per host and mode against the reference, so one
-                look shows which host is slow and why (no JavaScript, no network); a
-                bar's label names the host's failing codes, its title every code.
+- index.html    drawn with Plotly, one file that works offline (tools/fleet_html.py):
+                per-host and per-GPU bars of img/s against the reference and the peer
+                median, slowest first, the hosts that need attention with their causes,
+                and a table of hosts, modes, codes and causes that sorts on any column.
 
 Health codes are the nvidia_smi facts' ``health`` (failing) and ``health_notes``
 (informational) findings, as ``module_utils/gpu_health.py``'s ``report_codes`` rows
@@ -48,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import html
 import json
 import os
 import sys
@@ -58,6 +59,8 @@ from typing import Any, Dict, Iterable, List, Optional
 import ansible.module_utils
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "tools") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tools"))
 if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
@@ -448,120 +451,135 @@ def _health_section(hosts: Dict[str, Dict[str, Any]], health_doc: Optional[str])
     return lines
 
 
-COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not_run": "#546e7a"}
+def _health_codes(record: Dict[str, Any]) -> Dict[str, Any]:
+    rows = record.get("health")
+    failing = [r for r in rows or [] if r.get("severity") == FAILING]
+    notes = [r for r in rows or [] if r.get("severity") != FAILING]
+    return {
+        "health_known": rows is not None,
+        "health_failing": _codes(failing),
+        "health_notes": _codes(notes),
+    }
 
 
-def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
-    rows = [r for r in _rows(hosts) if isinstance(r["img_s"], (int, float))]
-    peak = max([r["img_s"] for r in rows] + [r["reference"] or 0 for r in rows] + [1.0])
-    bar_h, gap, label_w, chart_w = 22, 6, 260, 640
-    height = len(rows) * (bar_h + gap) + 40
-    svg = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + chart_w + 120}" '
-        f'height="{height}" role="img" aria-label="img/s per host and mode">'
-    ]
-    for i, row in enumerate(rows):
-        y = 20 + i * (bar_h + gap)
-        width = chart_w * row["img_s"] / peak
-        colour = COLOURS.get(row["status"], "#546e7a")
+def _peer_of(record: Dict[str, Any], mode: str, gpu: Any = None) -> Dict[str, Any]:
+    for v in record.get("peer_verdicts") or []:
+        if v["mode"] == mode and v.get("gpu") == gpu:
+            return v
+    return {}
+
+
+def html_rows(hosts: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """What index.html draws: a row per host and mode, a row per GPU and mode, and the
+    hosts that need attention, each with its causes (tools/fleet_html.py renders them)."""
+    host_rows, gpu_rows, attention = [], [], []
+    for row in _rows(hosts):
         record = hosts[row["host"]]
-        label = html.escape(f"{row['host']} · {row['mode']}")
-        failing = record.get("health_failing") or []
-        mark = ""
-        if failing:  # the first two codes fit beside the label; the title has them all
-            shown = ", ".join(failing[:2]) + (f" +{len(failing) - 2}" if len(failing) > 2 else "")
-            mark = (
-                f'<tspan class="health-failing" fill="{COLOURS["fail"]}" font-weight="bold">'
-                f" ⚠ {html.escape(shown)}</tspan>"
+        tp = record["throughput"] or {}
+        peer = row["peers"]
+        causes = list(tp.get("diagnosis") or []) if row["status"] == "fail" else []
+        if peer.get("flag"):
+            causes.append(f"{peer['flag']}: {peer['reason']}")
+        for o in tp.get("gpu_outliers") or []:
+            if o.get("mode") == row["mode"]:
+                causes.append(
+                    f"GPU {o.get('gpu')} ({o.get('bus_id') or 'bus id unknown'}) "
+                    f"{_fmt(o.get('img_s'), ',.0f')} img/s is {_fmt(o.get('ratio'), '.0%')} of "
+                    f"its host's other GPUs ({_fmt(o.get('host_median'), ',.0f')})"
+                )
+        judged = (tp.get("judgement") or {}).get(row["mode"]) or {}
+        if row["status"] == "not_run" and judged.get("reason"):
+            causes.append(judged["reason"])
+        host_rows.append(
+            dict(
+                row,
+                peer_median=peer.get("peer_median"),
+                peer_ratio=peer.get("peer_ratio"),
+                peer_count=peer.get("peer_count"),
+                peer_verdict=peer.get("verdict"),
+                host_status=record["status"],
+                causes=causes,
+                hover=f"host {record['status']}; " + (record.get("health_line") or ""),
+                **_health_codes(record),
             )
-        svg.append(
-            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
-            f"{label}{mark}</text>"
         )
-        title = f"{row['host']} · {row['mode']}: {row['img_s']:.0f} img/s ({row['status']}); "
-        title += record.get("health_line") or health_line(None)
-        svg.append(
-            f'<rect class="bar {html.escape(str(row["status"]))}" x="{label_w}" y="{y}" '
-            f'width="{width:.1f}" height="{bar_h}" fill="{colour}">'
-            f"<title>{html.escape(title)}</title></rect>"
-        )
-        text = f"{row['img_s']:.0f} img/s"
-        if isinstance(row["reference"], (int, float)):
-            ref_x = label_w + chart_w * row["reference"] / peak
-            svg.append(
-                f'<line class="reference" x1="{ref_x:.1f}" x2="{ref_x:.1f}" y1="{y - 2}" '
-                f'y2="{y + bar_h + 2}" stroke="#000" stroke-width="2" '
-                f'stroke-dasharray="3,2"><title>reference {row["reference"]:.0f} img/s'
-                f"</title></line>"
+        for gpu in tp.get("gpus") or []:
+            judged_gpu = (gpu.get("modes") or {}).get(row["mode"])
+            if not isinstance(judged_gpu, dict):
+                continue
+            gpu_peer = _peer_of(record, row["mode"], gpu.get("index"))
+            gpu_rows.append(
+                {
+                    "host": row["host"],
+                    "gpu_index": gpu.get("index"),
+                    "bus_id": gpu.get("bus_id"),
+                    "mode": row["mode"],
+                    "img_s": judged_gpu.get("img_s"),
+                    "reference": judged_gpu.get("reference"),
+                    "ratio": judged_gpu.get("ratio"),
+                    "status": judged_gpu.get("status"),
+                    "host_median": judged_gpu.get("host_median"),
+                    "vs_host": judged_gpu.get("vs_host"),
+                    "peer_median": gpu_peer.get("peer_median"),
+                    "peer_ratio": gpu_peer.get("peer_ratio"),
+                    "hover": f"bus {gpu.get('bus_id') or '?'}; "
+                    + (judged_gpu.get("reason") or judged_gpu.get("status") or ""),
+                }
             )
-            text += f" / ref {row['reference']:.0f} ({_fmt(row['ratio'], '.0%')})"
-        svg.append(
-            f'<text x="{label_w + width + 6:.1f}" y="{y + 15}" font-size="11">'
-            f"{html.escape(text)}</text>"
-        )
-    svg.append("</svg>")
-    attention = []
-    for record in sorted(hosts.values(), key=lambda r: r["host"]):
+    for record in hosts.values():
         if record["status"] == "ok":
             continue
         tp = record["throughput"] or {}
-        causes = "".join(f"<li>{html.escape(c)}</li>" for c in tp.get("diagnosis") or [])
-        causes += "".join(
-            f'<li class="health {html.escape(str(r.get("severity")))}"><code>'
-            f"{html.escape(r['code'])}</code> ({html.escape(r.get('where') or '-')}): "
-            f"{html.escape((r.get('message') or '') + _remedy(r))}</li>"
+        mine = [r for r in host_rows if r["host"] == record["host"]]
+        ratios = [
+            min(x for x in (r.get("ratio"), r.get("peer_ratio")) if isinstance(x, (int, float)))
+            for r in mine
+            if any(isinstance(x, (int, float)) for x in (r.get("ratio"), r.get("peer_ratio")))
+        ]
+        causes = list(tp.get("diagnosis") or [])
+        causes += [
+            f"{r['code']} ({r.get('where') or '-'}): {r.get('message') or ''}{_remedy(r)}"
             for r in record.get("health") or []
             if r.get("severity") == FAILING
-        )
-        why = _why(record)
+        ]
         attention.append(
-            f'<li class="host {html.escape(record["status"])}"><b>'
-            f"{html.escape(record['host'])}</b> ({html.escape(record['status'])}): "
-            f"{html.escape(why)}<ul>{causes}</ul></li>"
+            {
+                "host": record["host"],
+                "status": record["status"],
+                "why": _why(record),
+                "causes": causes,
+                "shortfall": min(ratios) if ratios else None,
+            }
         )
-    table = "".join(
-        f"<tr><td>{html.escape(r['host'])}</td><td>{html.escape(r['mode'])}</td>"
-        f"<td>{_fmt(r['img_s'], '.0f')}</td><td>{_fmt(r['reference'], '.0f')}</td>"
-        f"<td>{_fmt(r['ratio'], '.2f')}</td><td>{html.escape(str(r['status']))}</td>"
-        f"<td>{html.escape(peers_cell(r['peers']).replace('**', ''))}</td>"
-        f"<td>{_health_html(hosts[r['host']])}</td><td>{html.escape(r['source'])}</td></tr>"
-        for r in _rows(hosts)
+    counts: Dict[str, int] = {}
+    for record in hosts.values():
+        counts[record["status"]] = counts.get(record["status"], 0) + 1
+    peer_notes = [
+        f"{g['gpu_key']} / {g['mode']}: one host of this model in the run, so no peer "
+        "baseline; judged against the table only."
+        for g in _peer_groups(hosts)
+        if not g["baseline"]
+    ]
+    return {
+        "host_rows": host_rows,
+        "gpu_rows": gpu_rows,
+        "attention": attention,
+        "counts": counts,
+        "peer_notes": peer_notes,
+    }
+
+
+def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
+    """index.html: Plotly figures and a sortable table, one file that works offline."""
+    import fleet_html  # plotly is imported there, only when the page is drawn
+
+    margin = next((r.get("peer_margin") for r in hosts.values() if "peer_margin" in r), None)
+    return fleet_html.render(
+        meta,
+        margin=margin if margin is not None else DEFAULT_MARGIN,
+        health_doc=HEALTH_DOC,
+        **html_rows(hosts),
     )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Kindling fleet report {html.escape(meta["timestamp"])}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 8px}}.legend span{{padding:0 8px;color:#fff}}</style>
-</head><body>
-<h1>Kindling fleet report</h1>
-<p>{html.escape(meta["timestamp"])} · inventory <code>{html.escape(meta["inventory"])}</code>
-· {len(hosts)} hosts</p>
-<p class="legend"><span style="background:{COLOURS["pass"]}">pass</span>
-<span style="background:{COLOURS["fail"]}">below tolerance</span>
-<span style="background:{COLOURS["not_run"]}">not run (not judged)</span>
-dashed line: reference img/s</p>
-<h2>Hosts that need attention</h2>
-<ul id="attention">{"".join(attention) or "<li>none</li>"}</ul>
-<h2>img/s per host and mode</h2>
-{"".join(svg)}
-<h2>Table</h2>
-<table><tr><th>host</th><th>mode</th><th>img/s</th><th>reference</th><th>ratio</th>
-<th>verdict</th><th>vs peers</th><th>health</th><th>source</th></tr>{table}</table>
-<p>Health codes: <code>{HEALTH_DOC}</code> in the Kindling repository.</p>
-</body></html>
-"""
-
-
-def _health_html(record: Dict[str, Any]) -> str:
-    """The table's health cell: failing codes in bold, notes plain, ``-`` without facts."""
-    rows = record.get("health")
-    if rows is None:
-        return "-"
-    failing = [r for r in rows if r.get("severity") == FAILING]
-    notes = [r for r in rows if r.get("severity") != FAILING]
-    cells = [f"<b>{html.escape(c)}</b>" for c in _codes(failing)]
-    cells += [html.escape(c) for c in _codes(notes)]
-    return ", ".join(cells) or "ok"
 
 
 def write_reports(hosts: Dict[str, Dict[str, Any]], out_dir: Path, meta: Dict[str, Any]) -> Path:
@@ -604,6 +622,10 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
         "ANSIBLE_LIBRARY": str(ROOT / "library"),
         "ANSIBLE_MODULE_UTILS": str(ROOT / "module_utils"),
+        # ansible-runner sets ANSIBLE_CALLBACK_PLUGINS to its own folder, which hides
+        # ansible.cfg's callback_plugins: name ours here (runner appends its folder), or
+        # kindling_progress is skipped and the check's progress lines are lost.
+        "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "callback_plugins"),
     }
     runner = ansible_runner.run(
         private_data_dir=str(private_dir),
@@ -664,20 +686,40 @@ def main(argv: Optional[List[str]] = None) -> int:
         default=DEFAULT_MARGIN,
         help="flag a host more than this fraction below its peers' median (default: %(default)s)",
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--from-artifacts",
         type=Path,
         help="report an earlier ansible-runner artifacts directory instead of running",
     )
+    source.add_argument(
+        "--from-results",
+        type=Path,
+        help="draw an earlier report's results.json again (its hosts as they were judged)",
+    )
     args = parser.parse_args(argv)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.reports / stamp
-    if args.from_artifacts:
+    if not 0 < args.peer_margin < 1:
+        parser.error(f"--peer-margin must be between 0 and 1, got {args.peer_margin}")
+    hosts: Optional[Dict[str, Dict[str, Any]]] = None
+    earlier_meta: Optional[Dict[str, Any]] = None
+    if args.from_results:
+        try:
+            earlier = json.loads(args.from_results.read_text(encoding="utf-8"))
+            hosts, inventory = earlier["hosts"], earlier["meta"]["inventory"]
+            earlier_meta = dict(earlier["meta"], redrawn_at=stamp)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(
+                f"--from-results {args.from_results}: not a fleet report's results.json ({exc})"
+            )
+        events = []
+    elif args.from_artifacts:
         events = _events_from_artifacts(args.from_artifacts)
         inventory = str(args.from_artifacts)
     else:
         if not args.inventory:
-            parser.error("give -i INVENTORY (or --from-artifacts DIR)")
+            parser.error("give -i INVENTORY (or --from-artifacts DIR, or --from-results FILE)")
         if not args.inventory.exists():
             parser.error(f"inventory {args.inventory} does not exist")
         private = out_dir / "runner"
@@ -690,10 +732,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             args.limit,
         )
         inventory = str(args.inventory)
-    if not 0 < args.peer_margin < 1:
-        parser.error(f"--peer-margin must be between 0 and 1, got {args.peer_margin}")
-    hosts = collect(events, args.peer_margin)
-    meta = {
+    if hosts is None:
+        hosts = collect(events, args.peer_margin)
+    meta = earlier_meta or {
         "timestamp": stamp,
         "inventory": inventory,
         "playbook": os.path.relpath(args.playbook, ROOT),

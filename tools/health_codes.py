@@ -57,7 +57,7 @@ and remediation (`report_codes()` in `module_utils/gpu_health.py`): the throughp
 of the gpu_check role (`reports/<host>/gpu-check.md` under the verdict line, and `health`,
 `health_notes` in `gpu-check.json`; [roles/gpu_check/README.md](../roles/gpu_check/README.md))
 and the fleet report of `tools/fleet_report.py` (a `health` column in `summary.md`, a
-findings section with remedies, the failing codes beside each bar of `index.html`; a host
+findings section with remedies, a health column and the causes in `index.html`; a host
 that passes throughput with a failing code is `unhealthy` there).
 """
 

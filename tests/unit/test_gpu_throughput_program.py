@@ -103,6 +103,7 @@ MODE_KEYS = {
     "windows": list,
     "window_spread": (float, int, type(None)),
     "warmup_seconds": (float, type(None)),
+    "first_step_seconds": (float, type(None)),
     "compile_seconds": (float, type(None)),
     "compile_mode": (str, type(None)),
     "tf32_state": (dict, type(None)),
@@ -238,6 +239,7 @@ def test_measured_modes_have_plausible_numbers(report: Dict[str, Any]) -> None:
     assert fp32["precision"] == "fp32" and fp32["tf32"] is False
     assert fp32["batch_size"] in (1, 2)
     assert fp32["img_s"] > 0 and fp32["ms_per_step"] > 0 and fp32["warmup_seconds"] > 0
+    assert 0 < fp32["first_step_seconds"] <= fp32["warmup_seconds"]
     assert len(fp32["windows"]) == 2 and all(w > 0 for w in fp32["windows"])
     assert fp32["peak_memory_mib"] is None  # CPU: no CUDA allocator to ask
     assert fp32["mfu"] is not None and fp32["mfu"] > 0  # --peak-tflops fp32=1
@@ -469,6 +471,7 @@ def test_bus_id_is_nvidia_smis_format(program: Any) -> None:
         (["--gpus", "0"], "--gpus must be 'all', a count >= 1"),
         (["--gpus", "1,1"], "distinct GPU indices"),
         (["--gpus", "x"], "'x' is not a GPU index"),
+        (["--cudnn-benchmark-limit", "-1"], "--cudnn-benchmark-limit must be >= 0"),
     ],
 )
 def test_bad_arguments_exit_2(args: List[str], message: str) -> None:
@@ -592,8 +595,13 @@ def test_profiles(program: Any) -> None:
     assert (quick["warmup"], quick["steps"], quick["windows"]) == (5, 5, 3)
     full = program.resolve_plan(parser.parse_args(["--profile", "full"]))
     assert full["modes"] == list(program.MODE_ORDER) and full["probes"] == program.PROBE_ORDER
-    assert full["batch_sizes"]["compile"] == 384 and full["batch_sizes"]["fp32"] == 256
+    assert full["batch_sizes"]["compile"] == 512 and full["batch_sizes"]["fp32"] == 256
     assert full["cuda_graphs_modes"] == ["compile"]
+    # cuDNN's autotune is torch's default unless asked: fewer algorithms, faster first
+    # steps, slower fp32 (docs/BENCHMARKS.md); 0 tries them all.
+    assert quick["cudnn_benchmark_limit"] is None and full["cudnn_benchmark_limit"] is None
+    limited = program.resolve_plan(parser.parse_args(["--cudnn-benchmark-limit", "0"]))
+    assert limited["cudnn_benchmark_limit"] == 0
     explicit = program.resolve_plan(
         parser.parse_args(["--profile", "full", "--batch-size", "128", "--no-cuda-graphs"])
     )

@@ -6,6 +6,8 @@
 #                                           nvidia_kernel_module_facts, nvidia_pci_facts, cuda_init_facts
 #   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark with ARGS
 #   tools/device/run-on-gpu.sh play FILE [ARGS]  ansible-playbook FILE -i inventories/preinstalled ARGS
+#   tools/device/run-on-gpu.sh fleet [ARGS]  tools/fleet_report.py -i inventories/preinstalled ARGS
+#                                           (verify.yml through ansible-runner; the report in $OUT/fleet)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-run-out}
@@ -23,7 +25,7 @@ with_ansible() {
   export PYTHONPATH=/tmp/kindling-site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/kindling-site/bin:$PATH
 }
 
-what=${1:?facts, bench or play}
+what=${1:?facts, bench, play or fleet}
 shift
 case "$what" in
   facts)
@@ -49,6 +51,15 @@ case "$what" in
       | tee "$OUT/$(basename "$playbook" .yml)-recap.txt"
     rc=${PIPESTATUS[0]}
     echo "ansible-playbook $playbook: rc=$rc, wall $((SECONDS - start)) s" | tee -a "$OUT/$(basename "$playbook" .yml)-recap.txt"
+    exit "$rc"
+    ;;
+  fleet)
+    with_ansible
+    start=$SECONDS
+    python3 tools/fleet_report.py -i inventories/preinstalled --reports "$OUT/fleet" "$@" 2>&1 \
+      | tee "$OUT/fleet-report.txt"
+    rc=${PIPESTATUS[0]}
+    echo "fleet_report: rc=$rc, wall $((SECONDS - start)) s" | tee -a "$OUT/fleet-report.txt"
     exit "$rc"
     ;;
   *)

@@ -134,9 +134,11 @@ PROFILES: Dict[str, Dict[str, Any]] = {
     "quick": {
         "modes": ["fp32", "amp_fp16", "amp_fp16_cl"],
         "probes": ["h2d"],
-        # 5 + 3 x 5 steps: most of a mode's time is cuDNN's first-step autotune; on the
-        # H200 the window-to-window spread stayed at 0.1% (docs/BENCHMARKS.md), so shorter
-        # windows lose no judging power and keep the check within 60 s.
+        # 5 + 3 x 5 steps: most of a mode's time is its first step (cuDNN's autotune, 17 s
+        # in fp32 on the H200). Measured there (docs/BENCHMARKS.md, 2026-12-02): 43-45 s
+        # in all when CUDA's JIT cache (~/.nv/ComputeCache) already holds cuDNN's
+        # runtime-compiled fp16 kernels, 60-71 s on a host's first run, which compiles
+        # them (11 MB, about 25 s). The window-to-window spread stays near 0.1%.
         "warmup": 5,
         "steps": 5,
         "windows": 3,
@@ -151,8 +153,9 @@ PROFILES: Dict[str, Dict[str, Any]] = {
         "windows": 5,
         "max_seconds": 540.0,
         # The fastest single-H200 config measured: compile (fp16 when it is the faster
-        # eager dtype) at batch 384 with the whole step in a CUDA graph.
-        "mode_defaults": {"compile": {"batch": 384, "cuda_graphs": True}},
+        # eager dtype) at batch 512 with the whole step in a CUDA graph (7,894 img/s;
+        # 7,622 at batch 384; docs/BENCHMARKS.md).
+        "mode_defaults": {"compile": {"batch": 512, "cuda_graphs": True}},
     },
 }
 COMPILE_MODES = ["default", "max-autotune-no-cudagraphs", "reduce-overhead", "max-autotune"]
@@ -436,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=int,
         help=f"batch size per GPU for every mode (default: {DEFAULT_BATCH}; the full profile "
-        "runs compile at 384 unless this or --batch compile=N is given)",
+        "runs compile at 512 unless this or --batch compile=N is given)",
     )
     add(
         "--batch",
@@ -561,6 +564,12 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--sweep-modes", help="modes the sweep applies to (default: every selected mode except ddp)"
     )
+    add(
+        "--cudnn-benchmark-limit",
+        type=int,
+        help="cuDNN algorithms the first step of each conv shape times (0: all of them; "
+        "default: from the profile, else torch's)",
+    )
     add("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     add("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     add("--tmp-dir", help="where the input_pipeline dataset is written (default: system temp)")
@@ -605,10 +614,14 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
         "pipeline_batch_size",
         "matmul_size",
         "threads",
+        "cudnn_benchmark_limit",
     ):
         value = getattr(args, name)
-        if value is not None and value < (0 if name == "warmup" else 1):
-            raise ValueError("--{} must be positive".format(name.replace("_", "-")))
+        zero_ok = name in ("warmup", "cudnn_benchmark_limit")
+        if value is not None and value < (0 if zero_ok else 1):
+            raise ValueError(
+                "--{} must be {}".format(name.replace("_", "-"), ">= 0" if zero_ok else "positive")
+            )
     if args.max_seconds is not None and args.max_seconds < 0:
         raise ValueError("--max-seconds must be >= 0")
     batches = parse_batch_overrides(args.batch)
@@ -662,6 +675,11 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
         "sweep": sweep,
         "sweep_modes": sweep_modes if sweep else [],
         "threads": args.threads,
+        "cudnn_benchmark_limit": (
+            args.cudnn_benchmark_limit
+            if args.cudnn_benchmark_limit is not None
+            else profile.get("cudnn_benchmark_limit")
+        ),
         "seed": args.seed,
         "tmp_dir": args.tmp_dir,
         "flop_per_image": FLOP_PER_IMAGE_224 * (args.image_size / 224.0) ** 2,
@@ -880,6 +898,10 @@ def train_benchmark(
     notes: List[str] = []
     tf32_state = set_tf32(torch, tf32) if cuda else None
     torch.backends.cudnn.benchmark = True
+    if plan.get("cudnn_benchmark_limit") is not None and _has_attr(
+        torch.backends.cudnn, "benchmark_limit"
+    ):
+        torch.backends.cudnn.benchmark_limit = plan["cudnn_benchmark_limit"]
     torch.manual_seed(plan["seed"])
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -1031,6 +1053,7 @@ def empty_result(mode: str, batch: int) -> Dict[str, Any]:
         "windows": [],
         "window_spread": None,
         "warmup_seconds": None,
+        "first_step_seconds": None,
         "compile_seconds": None,
         "compile_mode": None,
         "tf32_state": None,
@@ -1162,6 +1185,7 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
             "cuda_graphs": measured["cuda_graphs"],
             "peak_memory_mib": _round(measured["peak_memory_mib"], 1),
             "warmup_seconds": _round(measured["warmup_s"], 2),
+            "first_step_seconds": _round(measured["first_step_s"], 2),
             "tf32_state": measured["tf32_state"],
         }
     )
