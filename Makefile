@@ -24,7 +24,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check references references-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
+.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check references references-check variables variables-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -63,7 +63,7 @@ $(CONTAINERS_STORAGE_CONF): molecule/_shared/podman/storage.conf.in
 	sed 's|@CACHE@|$(KINDLING_CACHE)|g' $< > $@
 
 # ---------------------------------------------------------------- checks
-lint: catalogue-check health-codes-check references-check yamllint ansible-lint ruff workflows ## catalogue, health codes and reference table in step, yamllint, ansible-lint (production profile), ruff, workflow schema
+lint: catalogue-check health-codes-check references-check variables-check yamllint ansible-lint ruff workflows ## catalogue, health codes, reference table and variable tables in step, yamllint, ansible-lint (production profile), ruff, workflow schema
 
 catalogue: venv ## Regenerate module_utils/vendor_catalogue.py and README's stack x OS table from the catalogue
 	$(VENV)/bin/python tools/catalogue.py
@@ -84,6 +84,12 @@ references: venv ## Regenerate docs/BENCHMARKS.md's reference table from the cat
 
 references-check: ## Fail when docs/BENCHMARKS.md's reference table is out of date
 	$(VENV)/bin/python tools/reference_table.py --check
+
+variables: venv ## Regenerate docs/VARIABLES.md and the role READMEs' variable tables from meta/argument_specs.yml
+	$(VENV)/bin/python tools/variables_doc.py
+
+variables-check: ## Fail when docs/VARIABLES.md or a role README's variable table is out of date
+	$(VENV)/bin/python tools/variables_doc.py --check
 
 yamllint:
 	yamllint --strict .

@@ -1,8 +1,13 @@
-"""Every role keeps its defaults, argument specs, README and docs/VARIABLES.md in step."""
+"""Every role keeps its defaults, argument specs, README and docs/VARIABLES.md in step.
+
+The READMEs' variable tables and docs/VARIABLES.md are generated from the argument specs by
+tools/variables_doc.py; its check mode is part of `make lint`.
+"""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -78,3 +83,65 @@ def test_variables_doc_is_current():
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _variables_doc(root, *args):
+    return subprocess.run(
+        [sys.executable, str(root / "tools" / "variables_doc.py"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def doc_copy(tmp_path):
+    """What tools/variables_doc.py reads and writes, copied: the tests edit the copy only."""
+    for tool in ("variables_doc.py", "marked_block.py"):
+        (tmp_path / "tools").mkdir(exist_ok=True)
+        shutil.copy(REPO_ROOT / "tools" / tool, tmp_path / "tools" / tool)
+    shutil.copytree(
+        REPO_ROOT / "module_utils",
+        tmp_path / "module_utils",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO_ROOT / "docs" / "VARIABLES.md", tmp_path / "docs" / "VARIABLES.md")
+    for role in ROLES:
+        for rel in ("meta/argument_specs.yml", "README.md"):
+            target = tmp_path / "roles" / role / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO_ROOT / "roles" / role / rel, target)
+    result = _variables_doc(tmp_path, "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return tmp_path
+
+
+def test_readme_table_edited_by_hand_is_stale(doc_copy):
+    readme = doc_copy / "roles" / "nouveau" / "README.md"
+    text = readme.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `nouveau_unload` |"))
+    readme.write_text(text.replace(row, row[: -len(" |")] + " Edited by hand. |"))
+    result = _variables_doc(doc_copy, "--check")
+    assert result.returncode == 1
+    assert (
+        "roles/nouveau/README.md is out of date: run python tools/variables_doc.py" in result.stderr
+    )
+    assert "VARIABLES.md" not in result.stderr, "only the edited file is stale"
+    # Without --check the tool puts the generated row back.
+    assert _variables_doc(doc_copy).returncode == 0
+    assert readme.read_text() == text
+
+
+def test_readme_without_markers_is_refused(doc_copy):
+    readme = doc_copy / "roles" / "site_lock" / "README.md"
+    text = readme.read_text()
+    unmarked = "\n".join(
+        line for line in text.splitlines() if "variables" not in line or "<!--" not in line
+    )
+    readme.write_text(unmarked)
+    for args in (("--check",), ()):
+        result = _variables_doc(doc_copy, *args)
+        assert result.returncode == 1, args
+        assert "roles/site_lock/README.md lacks the markers" in result.stderr, args
+    assert readme.read_text() == unmarked, "a README without markers is left alone"
