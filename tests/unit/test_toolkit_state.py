@@ -1,0 +1,167 @@
+"""module_utils/toolkit_state.py and the cuda_toolkit_state module: which toolkits the cuda
+role finds, which it installs, and the paths it reads. The module runs real executables
+standing in for nvcc (shell scripts printing nvcc's banner) in a temporary prefix."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import cuda_toolkit_state
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible.module_utils.toolkit_state import cudnn_header, nvcc_path, plan, reports_version
+
+# nvcc --version's last lines, as NVIDIA's 12.4 toolkit prints them.
+NVCC_124 = (
+    "nvcc: NVIDIA (R) Cuda compiler driver\n"
+    "Cuda compilation tools, release 12.4, V12.4.131\n"
+    "Build cuda_12.4.r12.4/compiler.34097967_0\n"
+)
+STACK = [
+    {
+        "item": "12.4",
+        "packages": {
+            "toolkit": ["cuda-toolkit-12-4"],
+            "cudnn": {
+                "runtime": "libcudnn9-cuda-12",
+                "dev": "libcudnn9-dev-cuda-12",
+                "version": "9.14.0.64-1",
+            },
+        },
+    },
+    {"item": "11.8", "packages": {"toolkit": ["cuda-toolkit-11-8"]}},
+]
+DISTRO = [
+    {
+        "item": "12.4",
+        "packages": {
+            "toolkit": ["nvidia-cuda-toolkit"],
+            "distro_toolkit": {"nvcc": "/usr/bin/nvcc"},
+        },
+    }
+]
+CUDNN = {"install": True, "method": "apt", "version": "9.14.0"}
+
+
+def test_nvcc_is_nvidias_path_or_the_distributions():
+    assert nvcc_path("12.4", "cuda_repo", "/usr/local/", None) == "/usr/local/cuda-12.4/bin/nvcc"
+    assert nvcc_path("12.4", "distro", "/usr/local", {"nvcc": "/usr/bin/nvcc"}) == "/usr/bin/nvcc"
+    # The distribution's package named no nvcc: NVIDIA's layout.
+    assert nvcc_path("12.4", "distro", "/opt", {}) == "/opt/cuda-12.4/bin/nvcc"
+
+
+@pytest.mark.parametrize(
+    "rc, stdout, version, present",
+    [
+        (0, NVCC_124, "12.4", True),
+        (0, NVCC_124, "12.1", False),  # another toolkit at that path
+        (0, NVCC_124.replace("12.4", "12.40"), "12.4", False),  # "release 12.40," is not 12.4
+        (1, NVCC_124, "12.4", False),  # nvcc failed
+        (None, "", "12.4", False),  # no nvcc there
+    ],
+)
+def test_a_toolkit_is_present_when_its_nvcc_names_its_release(rc, stdout, version, present):
+    assert reports_version(rc, stdout, version) is present
+
+
+def test_cudnn_header_per_method_and_major():
+    assert cudnn_header("/usr/local", "12.4", "9.14.0", "tarball", "x86_64") == (
+        "/usr/local/cuda-12.4/include/cudnn_version.h"
+    )
+    assert (
+        cudnn_header("/usr/local", "11.8", "8.9.7", "apt", "x86_64")
+        == "/usr/include/cudnn_version.h"
+    )
+    assert cudnn_header("/usr/local", "12.4", "9.14.0", "apt", "aarch64") == (
+        "/usr/include/aarch64-linux-gnu/cudnn_version_v9.h"
+    )
+
+
+def test_plan_installs_only_what_is_missing():
+    result = plan(
+        ["12.4", "11.8"],
+        STACK,
+        {"12.4": {"rc": 0, "stdout": NVCC_124}, "11.8": {"rc": None, "stdout": ""}},
+        "cuda_repo",
+        "/usr/local",
+        CUDNN,
+        "x86_64",
+    )
+    assert result["present"] == ["12.4"] and result["missing"] == ["11.8"]
+    assert result["toolkit_packages"] == {"12.4": "cuda-toolkit-12-4", "11.8": "cuda-toolkit-11-8"}
+    assert result["nvcc_paths"]["11.8"] == "/usr/local/cuda-11.8/bin/nvcc"
+    assert result["cudnn_packages"]["dev"] == "libcudnn9-dev-cuda-12"
+    assert result["ld_conf"] == "/etc/ld.so.conf.d/cuda-12-4.conf"
+    assert result["cudnn_header"] == "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h"
+    assert result["summary"] == (
+        "CUDA 12.4, 11.8: install cuda-toolkit-11-8; adopted or already present: 12.4; "
+        "cuDNN 9.14.0 by apt"
+    )
+
+
+def test_plan_without_cudnn_and_nothing_there():
+    result = plan(["12.4"], DISTRO, {}, "distro", "/usr/local", {"install": False}, "x86_64")
+    assert result["missing"] == ["12.4"] and result["nvcc_paths"] == {"12.4": "/usr/bin/nvcc"}
+    assert result["cudnn_header"] is None and result["cudnn_packages"] is None
+    assert result["summary"].endswith(
+        "install nvidia-cuda-toolkit; adopted or already present: none; no cuDNN"
+    )
+
+
+def test_plan_refuses_a_toolkit_the_stack_check_did_not_plan():
+    with pytest.raises(ValueError, match=r"no plan for CUDA 11\.8"):
+        plan(["12.4", "11.8"], STACK[:1], {}, "cuda_repo", "/usr/local", CUDNN, "x86_64")
+    with pytest.raises(ValueError, match="no toolkit version"):
+        plan([], STACK, {}, "cuda_repo", "/usr/local", CUDNN, "x86_64")
+
+
+def _nvcc(prefix, version, banner):
+    path = prefix / f"cuda-{version}" / "bin" / "nvcc"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{banner}EOF\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def run_module(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        cuda_toolkit_state.main()
+    return exc.value.code != 0, json.loads(capsys.readouterr().out)
+
+
+def test_the_module_asks_each_nvcc(tmp_path, capsys):
+    _nvcc(tmp_path, "12.4", NVCC_124)
+    _nvcc(tmp_path, "11.8", NVCC_124)  # a 12.4 nvcc where 11.8 should be: not 11.8
+    failed, result = run_module(
+        {
+            "versions": ["12.4", "11.8"],
+            "stack": STACK,
+            "method": "cuda_repo",
+            "prefix": str(tmp_path),
+            "cudnn_version": "9.14.0",
+            "machine": "x86_64",
+            "_ansible_check_mode": True,
+        },
+        capsys,
+    )
+    assert not failed, result
+    assert result["changed"] is False
+    assert result["present"] == ["12.4"] and result["missing"] == ["11.8"]
+    assert result["nvcc_paths"]["12.4"] == str(tmp_path / "cuda-12.4" / "bin" / "nvcc")
+
+
+def test_the_module_names_a_missing_plan(tmp_path, capsys):
+    failed, result = run_module(
+        {
+            "versions": ["12.4", "11.8"],
+            "stack": STACK[:1],
+            "method": "cuda_repo",
+            "prefix": str(tmp_path),
+            "machine": "x86_64",
+        },
+        capsys,
+    )
+    assert (
+        failed and result["msg"] == "cuda_toolkit_state: gpu_stack_check gave no plan for CUDA 11.8"
+    )
