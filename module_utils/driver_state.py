@@ -142,3 +142,45 @@ def decide(
         "smi_version": smi,
         "minimum": floor,
     }
+
+
+def verify_problem(
+    smi: Dict[str, Any],
+    kernel_module: Dict[str, Any],
+    outcome: str,
+    branch: str,
+    reboot_pending: bool = False,
+    reboot_reasons: Optional[List[str]] = None,
+) -> str:
+    """What is wrong with the driver after the stage, in one message; "" when it works.
+
+    ``smi`` is the nvidia_smi facts, ``kernel_module`` the nvidia_kernel_module facts,
+    ``outcome`` the role's (install, present, adopted). A driver of another branch than the
+    one asked for is a problem unless it was adopted: the old module is still loaded.
+    """
+    reason = str(kernel_module.get("reason") or "unknown")
+    step = kernel_module.get("next_step")
+    after = f" Kernel module: {reason}" + (f" (next: {step})." if step else ".")
+    if reboot_pending:
+        after += (
+            f" A reboot is pending ({'; '.join(reboot_reasons or [])}): reboot the host, then "
+            "run this playbook again."
+        )
+    else:
+        after += " No reboot is pending; look at dmesg and the DKMS build log (dkms status)."
+    if not smi.get("present"):
+        return (
+            "nvidia-smi is not installed: the NVIDIA driver is not on this host "
+            f"(nvidia_driver_outcome {outcome or 'unknown'})."
+        )
+    error = smi.get("error")
+    if error:
+        message = str(error.get("message") or "").strip()
+        return f"nvidia-smi fails ({error.get('kind')}): {message}.{after}"
+    version = str(smi.get("driver_version") or "")
+    if outcome != "adopted" and version.split(".")[0] != str(branch):
+        return (
+            f"nvidia-smi reports driver {version}, not branch {branch}: the old module is "
+            f"still loaded.{after}"
+        )
+    return ""

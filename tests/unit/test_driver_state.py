@@ -13,7 +13,7 @@ import stat
 import nvidia_driver_state
 import pytest
 from ansible.module_utils import stack_plan as sp
-from ansible.module_utils.driver_state import decide, parse_dpkg_status
+from ansible.module_utils.driver_state import decide, parse_dpkg_status, verify_problem
 from ansible.module_utils.testing import patch_module_args
 
 DPKG_LINES = [
@@ -342,3 +342,71 @@ def test_module_fails_when_dpkg_query_fails(fake_dpkg_query, capsys):
     assert failed
     assert result["msg"].startswith("dpkg-query failed (rc 2)")
     assert "no packages found matching" in result["msg"]
+
+
+# --- after the stage: what is wrong with the driver (nvidia_driver_verdict)
+
+WORKS = {"present": True, "error": None, "driver_version": "580.95.05"}
+KM_LOADED = {"reason": "module 580.95.05 is loaded", "next_step": None}
+KM_UNBUILT = {
+    "reason": "no nvidia module is built for 6.1.0-40-amd64",
+    "next_step": "install linux-headers-6.1.0-40-amd64 and rebuild with dkms",
+}
+
+
+@pytest.mark.parametrize(
+    "smi, outcome, pending, expected",
+    [
+        (WORKS, "install", False, ""),
+        # Adopted: a driver of another branch is what was adopted, not a problem.
+        (dict(WORKS, driver_version="550.54.15"), "adopted", False, ""),
+        (
+            dict(WORKS, driver_version="550.54.15"),
+            "install",
+            True,
+            "nvidia-smi reports driver 550.54.15, not branch 580: the old module is still loaded. "
+            "Kernel module: module 580.95.05 is loaded. A reboot is pending (driver 580 "
+            "installed): reboot the host, then run this playbook again.",
+        ),
+        (
+            {"present": False},
+            "",
+            False,
+            "nvidia-smi is not installed: the NVIDIA driver is not on this host "
+            "(nvidia_driver_outcome unknown).",
+        ),
+    ],
+)
+def test_verify_problem_after_the_stage(smi, outcome, pending, expected):
+    reasons = ["driver 580 installed"] if pending else []
+    assert verify_problem(smi, KM_LOADED, outcome, "580", pending, reasons) == expected
+
+
+def test_a_failing_nvidia_smi_names_the_kernel_modules_next_step():
+    smi = {
+        "present": True,
+        "error": {"kind": "driver-not-loaded", "message": "NVIDIA-SMI has failed  \n"},
+    }
+    assert verify_problem(smi, KM_UNBUILT, "install", "580") == (
+        "nvidia-smi fails (driver-not-loaded): NVIDIA-SMI has failed. Kernel module: no nvidia "
+        "module is built for 6.1.0-40-amd64 (next: install linux-headers-6.1.0-40-amd64 and "
+        "rebuild with dkms). No reboot is pending; look at dmesg and the DKMS build log (dkms "
+        "status)."
+    )
+
+
+def test_the_verdict_module_returns_the_problem(capsys):
+    import nvidia_driver_verdict
+
+    args = {
+        "nvidia_smi": dict(WORKS, driver_version="550.54.15"),
+        "kernel_module": KM_LOADED,
+        "outcome": "present",
+        "branch": "580",
+        "_ansible_check_mode": True,
+    }
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        nvidia_driver_verdict.main()
+    result = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 0 and result["changed"] is False
+    assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")

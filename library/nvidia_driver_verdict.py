@@ -1,0 +1,102 @@
+#!/usr/bin/python
+"""Ansible module: say what is wrong with the NVIDIA driver after the stage, if anything."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.driver_state import verify_problem
+
+DOCUMENTATION = r"""
+---
+module: nvidia_driver_verdict
+short_description: Explain what is wrong with the NVIDIA driver after the nvidia_driver stage
+description:
+  - Judges the facts the stage gathered (nvidia_smi_facts, nvidia_kernel_module_facts)
+    with module_utils/driver_state.py's C(verify_problem), and returns one message, empty
+    when the driver works.
+  - nvidia-smi missing, nvidia-smi failing, or a driver of another branch than the one asked
+    for (unless adopted: the old module is still loaded) are problems; each message says
+    where the kernel module stands and whether a reboot is pending.
+  - Reads only; supports check mode.
+version_added: "0.6.0"
+author:
+  - Kindling maintainers
+options:
+  nvidia_smi:
+    description: The nvidia_smi facts (C(ansible_facts.nvidia_smi)).
+    type: dict
+    required: true
+  kernel_module:
+    description: The nvidia_kernel_module facts (C(ansible_facts.nvidia_kernel_module)).
+    type: dict
+    required: true
+  outcome:
+    description: The role's outcome (install, present, adopted); empty when unknown.
+    type: str
+    default: ""
+  branch:
+    description: The driver branch asked for (C(nvidia_driver_branch)).
+    type: str
+    required: true
+  reboot_pending:
+    description: Whether the reboot coordinator holds a request.
+    type: bool
+    default: false
+  reboot_reasons:
+    description: The reboot requests' reasons.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    description: Read-only.
+  diff_mode:
+    support: none
+    description: Nothing changes.
+"""
+
+EXAMPLES = r"""
+- name: Explain what is wrong with the driver, if anything
+  nvidia_driver_verdict:
+    nvidia_smi: "{{ ansible_facts['nvidia_smi'] }}"
+    kernel_module: "{{ ansible_facts['nvidia_kernel_module'] }}"
+    outcome: install
+    branch: "580"
+  register: verdict
+"""
+
+RETURN = r"""
+problem:
+  description: What is wrong, in one message; empty when the driver works.
+  returned: always
+  type: str
+"""
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "nvidia_smi": {"type": "dict", "required": True},
+            "kernel_module": {"type": "dict", "required": True},
+            "outcome": {"type": "str", "default": ""},
+            "branch": {"type": "str", "required": True},
+            "reboot_pending": {"type": "bool", "default": False},
+            "reboot_reasons": {"type": "list", "elements": "str", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    problem = verify_problem(
+        p["nvidia_smi"],
+        p["kernel_module"],
+        p["outcome"],
+        p["branch"],
+        p["reboot_pending"],
+        p["reboot_reasons"],
+    )
+    module.exit_json(changed=False, problem=problem)
+
+
+if __name__ == "__main__":
+    main()
