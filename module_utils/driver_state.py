@@ -184,3 +184,51 @@ def verify_problem(
             f"still loaded.{after}"
         )
     return ""
+
+
+def reboot_plan(
+    changed_now: bool,
+    record: Optional[Dict[str, Any]],
+    boot_id: str,
+    smi: Dict[str, Any],
+    kernel_module: Dict[str, Any],
+    policy: str,
+    packages: List[str],
+    version_glob: str,
+) -> Dict[str, Any]:
+    """Whether the driver needs a reboot, and the one reason the reboot request files.
+
+    ``changed_now``: the stage installed or removed driver packages (or would, in check
+    mode). ``record`` is the role's changed.json (``{boot_id, packages, version}``) from an
+    earlier run: a change recorded in this boot (``boot_id``) still needs its reboot, and
+    its packages name the reason, so that a later run (or an adopting one) files the same.
+    nvidia-smi's own ``reboot_required`` (the driver is installed but not loaded) comes
+    first; ``policy`` ``always`` asks for a reboot anyway.
+    """
+    record = record if isinstance(record, dict) else {}
+    recorded_now = bool(record) and str(record.get("boot_id") or "").strip() == boot_id.strip()
+    changed_this_boot = bool(changed_now or recorded_now)
+    smi_reboot = bool(smi.get("reboot_required"))
+    module_reason = str(kernel_module.get("reason") or "unknown")
+    if smi_reboot:
+        reason = (
+            f"nvidia-smi fails: {smi.get('reboot_reason') or 'the driver is not loaded'}. "
+            f"Kernel module: {module_reason} (next: {kernel_module.get('next_step') or 'reboot'})"
+        )
+    elif changed_this_boot:
+        what = ", ".join(record.get("packages") or packages)
+        version = record.get("version") or version_glob
+        reason = (
+            f"the NVIDIA driver packages changed in this boot ({what} {version}); the new "
+            f"kernel module is loaded by a reboot ({module_reason})"
+        )
+    elif policy == "always":
+        reason = "nvidia_driver_reboot_policy is always"
+    else:
+        reason = f"the NVIDIA driver is loaded ({smi.get('driver_version') or 'none'})"
+    return {
+        "changed_this_boot": changed_this_boot,
+        "smi_reboot": smi_reboot,
+        "reboot_needed": changed_this_boot or smi_reboot or policy == "always",
+        "reason": reason,
+    }

@@ -410,3 +410,86 @@ def test_the_verdict_module_returns_the_problem(capsys):
     result = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and result["changed"] is False
     assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")
+
+
+# --- whether the driver needs a reboot (nvidia_driver_reboot_plan)
+
+BOOT = "3f1c2a9e-0b7d-4c55-9a51-7f6b1e2d9c01\n"
+RECORD = {"boot_id": BOOT.strip(), "packages": ["nvidia-open"], "version": "580.95.05-1"}
+NOT_LOADED = {"present": True, "reboot_required": True, "reboot_reason": "the module is not loaded"}
+
+
+@pytest.mark.parametrize(
+    "changed_now, record, smi, policy, needed, reason",
+    [
+        (False, None, WORKS, "coordinated", False, "the NVIDIA driver is loaded (580.95.05)"),
+        (
+            True,
+            None,
+            WORKS,
+            "coordinated",
+            True,
+            "the NVIDIA driver packages changed in this boot (nvidia-driver-580 580.95.05-*); the "
+            "new kernel module is loaded by a reboot (module 580.95.05 is loaded)",
+        ),
+        # Recorded by an earlier run of this boot: the same reason, with the record's packages.
+        (
+            False,
+            RECORD,
+            WORKS,
+            "coordinated",
+            True,
+            "the NVIDIA driver packages changed in this boot (nvidia-open 580.95.05-1); the new "
+            "kernel module is loaded by a reboot (module 580.95.05 is loaded)",
+        ),
+        # Recorded in another boot: that reboot happened.
+        (False, dict(RECORD, boot_id="older"), WORKS, "coordinated", False, None),
+        (
+            False,
+            None,
+            NOT_LOADED,
+            "coordinated",
+            True,
+            "nvidia-smi fails: the module is not loaded. Kernel module: module 580.95.05 is "
+            "loaded (next: reboot)",
+        ),
+        (False, None, WORKS, "always", True, "nvidia_driver_reboot_policy is always"),
+    ],
+)
+def test_reboot_plan(changed_now, record, smi, policy, needed, reason):
+    from ansible.module_utils.driver_state import reboot_plan
+
+    plan = reboot_plan(
+        changed_now, record, BOOT, smi, KM_LOADED, policy, ["nvidia-driver-580"], "580.95.05-*"
+    )
+    assert plan["reboot_needed"] is needed
+    if reason is not None:
+        assert plan["reason"] == reason
+
+
+def test_the_reboot_plan_module_reads_the_record(tmp_path, capsys, monkeypatch):
+    import nvidia_driver_reboot_plan as module
+
+    (tmp_path / "nvidia_driver").mkdir()
+    (tmp_path / "nvidia_driver" / "changed.json").write_text(json.dumps(RECORD))
+    boot = tmp_path / "boot_id"
+    boot.write_text(BOOT)
+    monkeypatch.setattr(module, "BOOT_ID", str(boot))
+    args = {
+        "changed_now": False,
+        "state_dir": str(tmp_path),
+        "nvidia_smi": WORKS,
+        "kernel_module": KM_LOADED,
+        "policy": "coordinated",
+        "_ansible_check_mode": True,
+    }
+    with patch_module_args(args), pytest.raises(SystemExit):
+        module.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["reboot_needed"] is True and result["changed_this_boot"] is True
+    assert "(nvidia-open 580.95.05-1)" in result["reason"]
+    # A damaged record is no record.
+    (tmp_path / "nvidia_driver" / "changed.json").write_text("{not json")
+    with patch_module_args(args), pytest.raises(SystemExit):
+        module.main()
+    assert json.loads(capsys.readouterr().out)["reboot_needed"] is False
