@@ -88,6 +88,10 @@ def test_failed_stage_still_gives_every_instance_back(moto, ec2, tmp_path):
     inventory = (tmp_path / "run-fail" / "aws_ec2.yml").read_text()
     assert "plugin: amazon.aws.aws_ec2" in inventory and moto.url in inventory
     assert FAKE_SECRET not in result.stdout + result.stderr + inventory
+    # Each fresh host key is trusted on first contact, then held to in the run's own
+    # known_hosts: host key checking stays on.
+    known = f"UserKnownHostsFile={(tmp_path / 'run-fail').resolve()}/known_hosts"
+    assert "StrictHostKeyChecking=accept-new" in inventory and known in inventory
 
 
 def test_launch_tags_security_group_spot_template_and_grouping(moto, ec2, tmp_path):
