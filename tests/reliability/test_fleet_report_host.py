@@ -47,5 +47,9 @@ def test_fleet_report_names_the_failed_host_and_why(test_host, tmp_path):
     assert any(
         "torch is not importable" in e or "No module named 'torch'" in e for e in host["errors"]
     ), host["errors"]
-    assert f"<b>{CONTAINER}</b> (failed)" in (run_dir / "index.html").read_text()
+    page = (run_dir / "index.html").read_text()
+    assert (
+        f'<li data-host="{CONTAINER}"><b>{CONTAINER}</b> <span class="status failed">failed</span>'
+        in page
+    )
     assert f"- **{CONTAINER}** (failed)" in (run_dir / "summary.md").read_text()
