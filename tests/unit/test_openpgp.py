@@ -1,0 +1,157 @@
+"""module_utils/openpgp.py and the openpgp_key module against keys real gpg makes: the
+fingerprints must be gpg's own, and the keyring written for apt must be the pinned key
+that gpg reads back, from ASCII-armored and binary files, with one key or two."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import openpgp_key
+import pytest
+from ansible.module_utils.openpgp import (
+    OpenPGPError,
+    dearmor,
+    fingerprint,
+    keyring,
+    normalize_fingerprint,
+    packets,
+    primary_keys,
+)
+from ansible.module_utils.testing import patch_module_args
+
+GPG = shutil.which("gpg")
+
+
+def _gpg(home, *args, data=None):
+    if GPG is None:
+        pytest.fail("gpg is not installed on this machine (apt-get install gnupg): make apt-deps")
+    return subprocess.run(
+        [GPG, "--batch", "--quiet", "--homedir", str(home), *args],
+        input=data,
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def _gpg_fingerprints(home, key_file):
+    out = _gpg(home, "--with-colons", "--show-keys", str(key_file)).decode()
+    fprs, primary = [], False
+    for line in out.splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            primary = True
+        elif fields[0] == "fpr" and primary:
+            fprs.append(fields[9])
+            primary = False
+    return fprs
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """Two RSA keys (one with an encryption subkey) and one ed25519 key, made by gpg."""
+    home = tmp_path_factory.mktemp("gnupg")
+    os.chmod(home, 0o700)
+    for uid, algo in (
+        ("Kindling Test A <a@kindling.invalid>", "rsa2048"),
+        ("Kindling Test B <b@kindling.invalid>", "ed25519"),
+    ):
+        _gpg(home, "--passphrase", "", "--quick-gen-key", uid, algo, "sign", "never")
+    listing = _gpg(home, "--with-colons", "--list-keys").decode()
+    fprs = [ln.split(":")[9] for ln in listing.splitlines() if ln.startswith("fpr:")]
+    a, b = fprs[0], fprs[1]
+    _gpg(home, "--passphrase", "", "--quick-add-key", a, "rsa2048", "encr", "never")
+    out = tmp_path_factory.mktemp("keys")
+    files = {
+        "a.asc": _gpg(home, "--armor", "--export", a),
+        "a.gpg": _gpg(home, "--export", a),
+        "both.asc": _gpg(home, "--armor", "--export", a, b),
+        "b.gpg": _gpg(home, "--export", b),
+    }
+    for name, content in files.items():
+        (out / name).write_bytes(content)
+    return {"home": home, "dir": out, "a": a, "b": b}
+
+
+def test_fingerprints_are_gpgs(keys):
+    for name in ("a.asc", "a.gpg", "both.asc", "b.gpg"):
+        path = keys["dir"] / name
+        ours = [k["fingerprint"] for k in primary_keys(path.read_bytes())]
+        assert ours == _gpg_fingerprints(keys["home"], path), name
+    assert [k["fingerprint"] for k in primary_keys((keys["dir"] / "both.asc").read_bytes())] == [
+        keys["a"],
+        keys["b"],
+    ]
+
+
+def test_armor_and_binary_hold_the_same_packets(keys):
+    assert dearmor((keys["dir"] / "a.asc").read_bytes()) == (keys["dir"] / "a.gpg").read_bytes()
+    # A subkey (tag 14) does not start a new key.
+    tags = [t for t, *_ in packets((keys["dir"] / "a.gpg").read_bytes())]
+    assert tags.count(6) == 1 and 14 in tags
+
+
+def test_the_keyring_is_the_pinned_key_alone_and_gpg_reads_it(keys, tmp_path):
+    out = keyring((keys["dir"] / "both.asc").read_bytes(), keys["b"].lower())
+    assert out == (keys["dir"] / "b.gpg").read_bytes()
+    (tmp_path / "b.keyring").write_bytes(out)
+    assert _gpg_fingerprints(keys["home"], tmp_path / "b.keyring") == [keys["b"]]
+    with pytest.raises(OpenPGPError, match="no key with fingerprint"):
+        keyring((keys["dir"] / "a.asc").read_bytes(), keys["b"])
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"<html>404 Not Found</html>", "not an OpenPGP packet"),
+        (b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQ!!\n", "no END line"),
+        (b"\x99\x00\x10\x04", "runs past the end"),
+        (b"\xb4\x03abc", "does not start with a public key"),  # a user id packet first
+    ],
+)
+def test_what_is_not_a_key_is_refused(data, message):
+    with pytest.raises(OpenPGPError, match=message):
+        primary_keys(data)
+
+
+def test_fingerprint_versions_and_spacing():
+    assert normalize_fingerprint("eb69 3b30 35cd\t5710") == "EB693B3035CD5710"
+    assert len(fingerprint(b"\x04" + b"\x00" * 10)) == 40  # v4: SHA-1
+    assert len(fingerprint(b"\x06" + b"\x00" * 10)) == 64  # v6: SHA-256
+    with pytest.raises(OpenPGPError, match="version 3"):
+        fingerprint(b"\x03abc")
+
+
+def run_module(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        openpgp_key.main()
+    return exc.value.code != 0, json.loads(capsys.readouterr().out)
+
+
+def test_the_module_writes_the_pinned_key_once(keys, tmp_path, capsys):
+    dest = tmp_path / "archive-keyring.gpg"
+    args = {"src": str(keys["dir"] / "both.asc"), "fingerprint": keys["a"], "dest": str(dest)}
+    failed, result = run_module(dict(args, _ansible_check_mode=True), capsys)
+    assert not failed and result["matched"] and result["changed"] and not dest.exists()
+    failed, result = run_module(args, capsys)
+    assert result["changed"] and dest.read_bytes() == (keys["dir"] / "a.gpg").read_bytes()
+    assert oct(dest.stat().st_mode & 0o777) == "0o644"
+    failed, result = run_module(args, capsys)
+    assert not failed and result["changed"] is False  # the second run leaves it as it is
+    assert result["fingerprints"] == [keys["a"], keys["b"]]
+
+
+def test_the_module_writes_nothing_for_another_key(keys, tmp_path, capsys):
+    dest = tmp_path / "archive-keyring.gpg"
+    failed, result = run_module(
+        {"src": str(keys["dir"] / "b.gpg"), "fingerprint": keys["a"], "dest": str(dest)}, capsys
+    )
+    assert not failed and result["matched"] is False and not dest.exists()
+    assert result["fingerprints"] == [keys["b"]] and result["error"] is None
+    page = tmp_path / "page.html"
+    page.write_bytes(b"<html>proxy login</html>")
+    failed, result = run_module({"src": str(page), "fingerprint": keys["a"]}, capsys)
+    assert not failed and result["matched"] is False and result["fingerprints"] == []
+    assert "not an OpenPGP packet" in result["error"]
