@@ -42,6 +42,38 @@ SUBNET = re.compile(r"\Asubnet-[0-9a-f]{8,17}\Z")
 PROFILE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
 
 # AWS's instance-state-reason code for a spot instance taken back.
+# The text inputs checked by a whole-string pattern: (name, pattern, may be empty, the fix).
+TEXT_INPUTS = (
+    (
+        "run_id",
+        RUN_ID,
+        False,
+        "3 to 40 characters of a-z, 0-9 and -, starting with a letter or digit "
+        "(leave it unset for a generated one)",
+    ),
+    (
+        "owner",
+        OWNER,
+        False,
+        "set it to who answers for these instances (a user or team name: letters, "
+        "digits and . _ @ + -, at most 64)",
+    ),
+    (
+        "aws_key_name",
+        KEY_NAME,
+        False,
+        "set it to the name of an EC2 key pair you hold the private key of "
+        "(aws ec2 describe-key-pairs lists them)",
+    ),
+    ("region", REGION, False, "must be an AWS region such as us-east-1"),
+    (
+        "aws_subnet_id",
+        SUBNET,
+        True,
+        "must be a subnet id (subnet-...), or empty for the default VPC",
+    ),
+    ("aws_profile", PROFILE, True, "must be a profile name from ~/.aws/config"),
+)
 SPOT_REASON = "Server.SpotInstanceTermination"
 
 
@@ -165,58 +197,12 @@ def check_inputs(values: Mapping[str, Any], catalogue: Mapping[str, Any]) -> Lis
             _problem("os", os_name, "must be one of " + ", ".join(sorted(images[image])))
         )
 
-    run_id = values.get("run_id")
-    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
-        problems.append(
-            _problem(
-                "run_id",
-                run_id,
-                "3 to 40 characters of a-z, 0-9 and -, starting with a letter or digit "
-                "(leave it unset for a generated one)",
-            )
-        )
-
-    owner = values.get("owner")
-    if not isinstance(owner, str) or not OWNER.match(owner):
-        problems.append(
-            _problem(
-                "owner",
-                owner,
-                "set it to who answers for these instances (a user or team name: letters, "
-                "digits and . _ @ + -, at most 64)",
-            )
-        )
-
-    key = values.get("aws_key_name")
-    if not isinstance(key, str) or not KEY_NAME.match(key):
-        problems.append(
-            _problem(
-                "aws_key_name",
-                key,
-                "set it to the name of an EC2 key pair you hold the private key of "
-                "(aws ec2 describe-key-pairs lists them)",
-            )
-        )
-
-    region = values.get("region")
-    if not isinstance(region, str) or not REGION.match(region):
-        problems.append(_problem("region", region, "must be an AWS region such as us-east-1"))
-
-    subnet = values.get("aws_subnet_id")
-    if subnet not in (None, "") and (not isinstance(subnet, str) or not SUBNET.match(subnet)):
-        problems.append(
-            _problem(
-                "aws_subnet_id",
-                subnet,
-                "must be a subnet id (subnet-...), or empty for the default VPC",
-            )
-        )
-
-    profile = values.get("aws_profile")
-    if profile not in (None, "") and (not isinstance(profile, str) or not PROFILE.match(profile)):
-        problems.append(
-            _problem("aws_profile", profile, "must be a profile name from ~/.aws/config")
-        )
+    for name, pattern, optional, fix in TEXT_INPUTS:
+        value = values.get(name)
+        if optional and value in (None, ""):
+            continue
+        if not isinstance(value, str) or not pattern.match(value):
+            problems.append(_problem(name, value, fix))
 
     hours = _integer(values.get("lifetime_hours"))
     if hours is None or not 1 <= hours <= max_hours:
