@@ -1,9 +1,12 @@
 #!/usr/bin/python
-"""Ansible module: the archive components a host's apt sources lack, as a deb822 file."""
+"""Ansible module: the archive components a host's apt sources lack, added in one deb822 file."""
 
 from __future__ import annotations
 
-from ansible.module_utils.apt_sources import plan
+import os
+import tempfile
+
+from ansible.module_utils.apt_sources import plan, refusal
 from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
@@ -15,8 +18,12 @@ description:
     (one-line and deb822 formats) and, for every enabled C(deb) entry of the given suites that
     carries C(main), lists the wanted components not yet enabled for the same URI and suite.
   - Returns the deb822 content of a file that adds exactly those, each stanza with the
-    C(Signed-By) of the entry it extends. The role writes it with M(ansible.builtin.copy).
-  - Read-only; runs the same way in check mode.
+    C(Signed-By) of the entry it extends (no new trust).
+  - With O(dest), the module is the whole step, in one call from either role (nvidia_driver
+    for the distribution's driver, cuda for its toolkit): it fails before any change when
+    no entry of the suites is enabled, or when components are missing and O(enable) is
+    false; otherwise it writes O(dest) (or removes it once nothing is missing without it)
+    and updates apt's package index after a change.
 version_added: "0.3.0"
 author:
   - Kindling maintainers
@@ -31,8 +38,26 @@ options:
     type: list
     elements: str
     required: true
+  dest:
+    description:
+      - The deb822 file that adds the missing components (left out of the scan, so the
+        answer is the same on every run). Empty - read-only, return the content only.
+    type: path
+    default: ""
+  enable:
+    description: May the module add missing components (with O(dest))?
+    type: bool
+    default: true
+  enable_variable:
+    description: The role variable behind O(enable), named when components are missing.
+    type: str
+    default: ""
+  update_cache:
+    description: Run C(apt-get update) after O(dest) changed (not in check mode).
+    type: bool
+    default: true
   exclude:
-    description: Files left out of the scan (the file the role writes).
+    description: Files left out of the scan (besides O(dest)).
     type: list
     elements: path
     default: []
@@ -47,10 +72,10 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Read-only.
+    description: Reports whether O(dest) would be written or removed, changing nothing.
   diff_mode:
     support: none
-    description: Nothing changes.
+    description: Not reported.
 """
 
 EXAMPLES = r"""
@@ -79,6 +104,14 @@ summary:
   description: One line saying what is missing or that nothing is.
   returned: always
   type: str
+written:
+  description: Whether O(dest) was (or, in check mode, would be) written.
+  returned: always
+  type: bool
+removed:
+  description: Whether O(dest) was (or would be) removed.
+  returned: always
+  type: bool
 """
 
 
@@ -87,6 +120,10 @@ def main() -> None:
         argument_spec={
             "suites": {"type": "list", "elements": "str", "required": True},
             "components": {"type": "list", "elements": "str", "required": True},
+            "dest": {"type": "path", "default": ""},
+            "enable": {"type": "bool", "default": True},
+            "enable_variable": {"type": "str", "default": ""},
+            "update_cache": {"type": "bool", "default": True},
             "exclude": {"type": "list", "elements": "path", "default": []},
             "etc_apt": {"type": "path", "default": "/etc/apt"},
             "header": {"type": "str", "default": ""},
@@ -94,8 +131,42 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    result = plan(p["etc_apt"], p["suites"], p["components"], p["exclude"], p["header"])
-    module.exit_json(changed=False, **result)
+    exclude = p["exclude"] + ([p["dest"]] if p["dest"] else [])
+    result = plan(p["etc_apt"], p["suites"], p["components"], exclude, p["header"])
+    result.update(changed=False, written=False, removed=False)
+    if not p["dest"]:
+        module.exit_json(**result)
+    problem = refusal(result, p["components"], p["enable"], p["enable_variable"], p["dest"])
+    if problem:
+        module.fail_json(msg=problem, **result)
+    try:
+        with open(p["dest"], encoding="utf-8") as handle:
+            current = handle.read()
+    except OSError:
+        current = None
+    if result["missing"]:
+        result["written"] = current != result["content"]
+    else:
+        result["removed"] = current is not None
+    result["changed"] = result["written"] or result["removed"]
+    if result["changed"] and not module.check_mode:
+        if result["written"]:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p["dest"]), prefix=".kindling-")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(result["content"])
+            os.chmod(tmp, 0o644)
+            module.atomic_move(tmp, p["dest"])
+        else:
+            os.remove(p["dest"])
+        if p["update_cache"]:
+            rc, out, err = module.run_command(
+                ["apt-get", "update", "-q"], environ_update={"LC_ALL": "C"}
+            )
+            if rc != 0:
+                module.fail_json(
+                    msg=f"{p['dest']} changed, but apt-get update failed: {err or out}", **result
+                )
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from ansible.module_utils.stack_plan import (
     MODULE_FLAVOURS,
     PACKAGE_FLAVORS,
     check_plan,
+    cuda_repository_location,
     distro_toolkit_plan,
     plan_packages,
     python_package_problem,
@@ -133,6 +134,13 @@ options:
     type: list
     elements: dict
     default: []
+  repository_overrides:
+    description:
+      - Overrides of the catalogue's C(cuda_repository) facts for the returned
+        C(repository.cuda) location, each empty for the catalogue's value - C(base_url),
+        C(key_url), C(fingerprint), C(keyring) (the C(nvidia_driver_repo_*) variables).
+    type: dict
+    default: {}
   fail_on_problems:
     description:
       - Fail, listing every problem with its fix, when any is found. With V(false) the
@@ -225,7 +233,11 @@ packages:
   returned: always
   type: dict
 repository:
-  description: The repository checked against (C(os), C(arch), C(release)).
+  description:
+    - The repository checked against (C(os), C(arch), C(release)), and C(cuda), where NVIDIA's
+      CUDA repository for it is and how apt trusts it (C(url), C(key_url), C(fingerprint),
+      C(keyring), C(sources_file), C(list_file); module_utils/stack_plan.py's
+      cuda_repository_location), or null without a repository path.
   returned: always
   type: dict
 notes:
@@ -268,6 +280,7 @@ def main() -> None:
         package_flavor={"type": "str", "choices": list(PACKAGE_FLAVORS), "default": "cuda-drivers"},
         python_packages={"type": "list", "elements": "dict", "default": []},
         gpus={"type": "list", "elements": "dict", "default": []},
+        repository_overrides={"type": "dict", "default": {}},
         fail_on_problems={"type": "bool", "default": True},
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -353,7 +366,19 @@ def main() -> None:
         "problems": problems,
         "plan": derived,
         "packages": packages,
-        "repository": {"os": repo, "arch": arch, "release": os_release},
+        "repository": {
+            "os": repo,
+            "arch": arch,
+            "release": os_release,
+            "cuda": cuda_repository_location(
+                repo,
+                arch,
+                **{
+                    key: str(params["repository_overrides"].get(key) or "")
+                    for key in ("base_url", "key_url", "fingerprint", "keyring")
+                },
+            ),
+        },
         "notes": notes,
         "msg": _render(problems) if problems else "the planned GPU stack is consistent",
     }

@@ -8,10 +8,11 @@ DOCUMENTATION = r"""
 module: gpu_throughput
 short_description: Measure ResNet-50 training throughput on a host and judge it against references
 description:
-  - Runs the standalone benchmark program C(gpu_throughput.py) (shipped in
-    C(roles/gpu_check/files/)) with the PyTorch environment's interpreter, parses its JSON
-    report and compares every mode's images/s with a reference table keyed by GPU model
-    and mode (C(module_utils/gpu_throughput_ref.py)).
+  - Runs the standalone benchmark program, the package C(kindling_bench) (shipped in
+    C(roles/gpu_check/files/kindling_bench/)), as C(python <script>) with the PyTorch
+    environment's interpreter. It parses the program's JSON report and compares every
+    mode's images/s with a reference table keyed by GPU model and mode
+    (C(module_utils/gpu_throughput_ref.py)).
   - Each reference row names its source. These are the seed article's A100 table
     (C(seed 001 section 7)), published numbers (Lambda's deeplearning-benchmark, NVIDIA
     DeepLearningExamples), or this project's own H200 measurements.
@@ -44,7 +45,11 @@ options:
     type: path
     default: /opt/conda/envs/pytorch/bin/python
   script:
-    description: Path of C(gpu_throughput.py) on the managed host.
+    description:
+      - Path of the benchmark program on the managed host, run as C(python <script>).
+      - The C(kindling_bench) package directory (the gpu_check role installs it as
+        C(<gpu_check_install_dir>/kindling_bench); Python runs its C(__main__.py)), or a
+        single-file program that takes the same arguments.
     type: path
     required: true
   profile:
@@ -154,14 +159,14 @@ notes:
 EXAMPLES = r"""
 - name: Prove the host trains ResNet-50 as fast as its GPU should
   gpu_throughput:
-    script: /opt/kindling/gpu_throughput.py
+    script: /opt/kindling/bin/kindling_bench
     nvidia_smi: "{{ ansible_facts.nvidia_smi | default(omit) }}"
     torch_cuda: "{{ ansible_facts.torch_cuda | default(omit) }}"
   register: throughput
 
 - name: Full profile, only report (never fail), keep the JSON on the host
   gpu_throughput:
-    script: /opt/kindling/gpu_throughput.py
+    script: /opt/kindling/bin/kindling_bench
     profile: full
     fail_on_slow: false
     timeout: 900
@@ -170,7 +175,7 @@ EXAMPLES = r"""
 - name: CPU smoke test in CI
   gpu_throughput:
     python: /usr/bin/python3
-    script: /opt/kindling/gpu_throughput.py
+    script: /opt/kindling/bin/kindling_bench
     device: cpu
     modes: [fp32]
     probes: []
@@ -361,6 +366,11 @@ def exit_meaning(rc, python):
     return EXIT_MEANINGS.get(rc, "unexpected exit code").format(python=python)
 
 
+def is_program(path):
+    """A single-file program, or a package directory that Python runs (its __main__.py)."""
+    return os.path.isfile(path) or os.path.isfile(os.path.join(path, "__main__.py"))
+
+
 def build_command(params, known_key):
     cmd = [params["python"], params["script"], "--profile", params["profile"]]
     cmd += ["--device", params["device"]]
@@ -497,10 +507,10 @@ def main():
             msg="check mode: the GPU throughput benchmark was not run",
         )
         module.exit_json(**result)
-    if not os.path.isfile(p["script"]):
+    if not is_program(p["script"]):
         module.fail_json(
-            msg=f"benchmark program {p['script']} not found on the host: copy "
-            "roles/gpu_check/files/gpu_throughput.py there (the gpu_check role does) or fix "
+            msg=f"benchmark program {p['script']} not found on the host: copy the package "
+            "roles/gpu_check/files/kindling_bench there (the gpu_check role does) or fix "
             "script=",
             **result,
         )

@@ -11,6 +11,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.torch_probe import (
     DEFAULT_PYTHON,
     PROC_DRIVER_VERSION,
+    build_probe_command,
     diagnose_cuda_unavailable,
     normalize,
     parse_probe_output,
@@ -77,6 +78,16 @@ options:
       - Seconds the probe may run (the first CUDA initialisation can take a while).
     type: int
     default: 120
+  depth:
+    description:
+      - V(full) imports torch and asks CUDA (seconds), and sets C(ansible_facts.torch_cuda).
+      - V(build) reads only torch's release and the CUDA it was built with from
+        C(torch/version.py), without importing torch (tens of milliseconds), and returns them
+        as C(torch_build) (C(found), C(torch_version), C(built_cuda_version),
+        C(python_version), C(error)); no fact is set. For a role that needs only the build.
+    type: str
+    choices: [full, build]
+    default: full
 attributes:
   check_mode:
     support: full
@@ -114,9 +125,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+torch_build:
+  description: With O(depth=build), torch's release and build CUDA, read from its version.py.
+  returned: when depth is build
+  type: dict
 ansible_facts:
   description: Facts to add to ansible_facts.
-  returned: always
+  returned: when depth is full
   type: complex
   contains:
     torch_cuda:
@@ -219,6 +234,30 @@ def _interpreter_problem(python: str) -> Optional[str]:
     return None
 
 
+def read_build(module: AnsibleModule, python: str, problem: Optional[str]) -> None:
+    """depth=build: torch's release and build CUDA from its version.py, torch not imported."""
+    build: Dict[str, Any] = {"found": False, "error": problem}
+    if not problem:
+        try:
+            proc = subprocess.run(
+                build_probe_command(python),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=module.params["timeout"],
+                cwd="/",
+                check=False,
+            )
+            build = parse_probe_output(proc.stdout)
+        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            build = {"found": False, "error": f"could not read torch's build with {python}: {exc}"}
+    if module.params["require_torch"] and not build.get("found"):
+        module.fail_json(
+            msg=f"torch is not installed for {python}: {build.get('error')}", torch_build=build
+        )
+    module.exit_json(changed=False, torch_build=build, msg=str(build.get("error") or ""))
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -228,6 +267,7 @@ def main() -> None:
             "expect_gpus": {"type": "int"},
             "driver_version": {"type": "str"},
             "timeout": {"type": "int", "default": 120},
+            "depth": {"type": "str", "choices": ["full", "build"], "default": "full"},
         },
         supports_check_mode=True,
     )
@@ -257,6 +297,9 @@ def main() -> None:
         module.exit_json(**result)
 
     problem = _interpreter_problem(python)
+    if params["depth"] == "build":
+        read_build(module, python, problem)
+        return
     if problem:
         finish(unimportable_facts(problem), problem if params["require_torch"] else None)
         return

@@ -218,3 +218,27 @@ def describe(
     if not missing:
         return f"{', '.join(components)} already enabled for {', '.join(suites)}"
     return "; ".join(f"{m['uri']} {m['suite']}: adds {' '.join(m['missing'])}" for m in missing)
+
+
+def refusal(
+    result: Dict[str, Any],
+    components: List[str],
+    enable: bool,
+    enable_variable: str,
+    dest: str,
+) -> Optional[str]:
+    """Why the components can't be enabled here, before any change; None when they can."""
+    if not result["release_entries"]:
+        return (
+            f"{result['summary']}. The distribution's NVIDIA packages come from its archive: add "
+            "it to the apt sources, or use NVIDIA's repository (nvidia_driver_install_method: "
+            "cuda_repo, cuda_install_method: cuda_repo)."
+        )
+    if result["missing"] and not enable:
+        named = f"set {enable_variable}: true" if enable_variable else "allow it"
+        return (
+            f"The distribution's NVIDIA packages need the archive components "
+            f"{', '.join(components)}, and the apt sources lack them ({result['summary']}). "
+            f"Enable them in the apt sources, or {named} to let the role add them in {dest}."
+        )
+    return None

@@ -1,7 +1,7 @@
 """Reference ResNet-50 training throughput per GPU model and mode, and the judge.
 
-``library/gpu_throughput.py`` runs ``roles/gpu_check/files/gpu_throughput.py`` on a host
-and hands its JSON report to :func:`judge_report`. Each mode's measured images/s is
+``library/gpu_throughput.py`` runs the program ``roles/gpu_check/files/kindling_bench/`` on a
+host and hands its JSON report to :func:`judge_report`. Each mode's measured images/s is
 divided by the reference for (GPU model key, mode); the mode passes when the ratio
 reaches the tolerance (default 0.80). :func:`diagnose` turns ``ansible_facts.nvidia_smi``
 and ``ansible_facts.torch_cuda`` into the likely causes of a slow mode.
@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.gpu_compat import arch_coverage
 from ansible.module_utils.peer_baseline import judge_peers
+from ansible.module_utils.resnet_flops import FLOP_PER_IMAGE, model_flops_utilisation
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 
 _TABLE = CATALOGUE["throughput_references"]
@@ -42,8 +43,6 @@ DEFAULT_GPU_MARGIN = 0.10
 # Every check and mode ends as one of these, with a reason unless it passed.
 STATUSES = ("pass", "fail", "not_run")
 _SEVERITY = {"fail": 2, "not_run": 1, "pass": 0}
-# ResNet-50 at 224x224: 4.11 GMAC forward, so ~24.7 GFLOP per image per training step.
-FLOP_PER_IMAGE = 24.7e9
 HARNESSES: Dict[str, str] = dict(_TABLE["harnesses"])
 SOURCE_SEED = HARNESSES["seed"]
 SOURCE_KINDLING = HARNESSES["kindling"]
@@ -347,7 +346,7 @@ def mfu(img_s: Optional[float], gpu_key: str, precision: Optional[str]) -> Optio
     peak = peak_tflops(gpu_key).get(precision or "")
     if not img_s or not peak:
         return None
-    return round(float(img_s) * FLOP_PER_IMAGE / (peak * 1e12), 4)
+    return round(model_flops_utilisation(img_s, peak, FLOP_PER_IMAGE), 4)
 
 
 # NVML clock-event ("throttle") reason bits, as in nvidia-smi's clocks_event_reasons.

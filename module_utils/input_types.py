@@ -401,12 +401,13 @@ def Sha256(empty_ok: bool = False) -> Pattern:
     )
 
 
-def Fingerprint() -> Pattern:
+def Fingerprint(empty_ok: bool = False) -> Pattern:
     # 40 hex digits, or grouped in fours as gpg --fingerprint prints them.
     return Pattern(
         r"[0-9A-Fa-f]{40}|(?:[0-9A-Fa-f]{4} {1,2}){9}[0-9A-Fa-f]{4}",
         "the 40 hex digits that gpg --show-keys --with-fingerprint prints",
         "give the key's full fingerprint, 40 hex digits (a short key id is not enough)",
+        empty_ok,
     )
 
 

@@ -89,6 +89,39 @@ def apt_sources_file(name: str) -> AbsPath:
     )
 
 
+def cuda_repository_shapes(prefix: str) -> Dict[str, Shape]:
+    """NVIDIA's CUDA repository overrides: nvidia_driver_repo_* and the cuda role's
+    cuda_repo_* (which default to them). Each empty means the catalogue's value."""
+    return {
+        f"{prefix}base_url": Url(
+            ("https", "file"),
+            http_anywhere=SIGNED,
+            empty_ok=True,
+            example="https://developer.download.nvidia.com/compute/cuda/repos",
+        ),
+        f"{prefix}distro": Pattern(
+            r"(ubuntu|debian)[0-9]{2,4}",
+            '"ubuntu2404" or "debian12"',
+            "NVIDIA's repository names are like ubuntu2404 or debian12",
+            empty_ok=True,
+        ),
+        f"{prefix}key_url": Url(
+            ("https", "file"),
+            http_anywhere=FINGERPRINTED,
+            empty_ok=True,
+            example="https://developer.download.nvidia.com/.../3bf863cc.pub",
+        ),
+        f"{prefix}key_fingerprint": Fingerprint(empty_ok=True),
+        f"{prefix}keyring": AbsPath(
+            under=("/usr/share/keyrings", "/etc/apt/keyrings"),
+            name=r"[A-Za-z0-9_.-]+\.gpg",
+            why="a keyring lives in /usr/share/keyrings or /etc/apt/keyrings and ends in .gpg",
+            empty_ok=True,
+            example="/usr/share/keyrings/cuda-archive-keyring.gpg",
+        ),
+    }
+
+
 DRIVER_BRANCH = driver_branch()
 DRIVER_VERSION = Pattern(
     r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?(-[0-9A-Za-z.+~]+)?",
@@ -211,31 +244,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_preferences_file": apt_preferences_file("kindling-nvidia-driver"),
         "nvidia_driver_distro_components": Spec(),
         "nvidia_driver_distro_sources_file": apt_sources_file("kindling-nvidia-distro.sources"),
-        "nvidia_driver_repo_base_url": Url(
-            ("https", "file"),
-            http_anywhere=SIGNED,
-            example="https://developer.download.nvidia.com/compute/cuda/repos",
-        ),
-        "nvidia_driver_repo_distro": Pattern(
-            r"(ubuntu|debian)[0-9]{2,4}",
-            '"ubuntu2404" or "debian12"',
-            "NVIDIA's repository names are like ubuntu2404 or debian12",
-            empty_ok=True,
-        ),
+        **cuda_repository_shapes("nvidia_driver_repo_"),
         "nvidia_driver_repo_arch": Choice(["x86_64", "sbsa"]),
-        "nvidia_driver_repo_key_url": Url(
-            ("https", "file"),
-            http_anywhere=FINGERPRINTED,
-            empty_ok=True,
-            example="https://developer.download.nvidia.com/.../3bf863cc.pub",
-        ),
-        "nvidia_driver_repo_key_fingerprint": Fingerprint(),
-        "nvidia_driver_repo_keyring": AbsPath(
-            under=("/usr/share/keyrings", "/etc/apt/keyrings"),
-            name=r"[A-Za-z0-9_.-]+\.gpg",
-            why="a keyring lives in /usr/share/keyrings or /etc/apt/keyrings and ends in .gpg",
-            example="/usr/share/keyrings/cuda-archive-keyring.gpg",
-        ),
         "nvidia_driver_repo_remove_legacy": Spec(),
         "nvidia_driver_apt_cache_valid_time": CACHE_TIME,
         "nvidia_driver_kernel_headers": Spec(),
@@ -250,6 +260,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_verify_action": Spec(),
     },
     "cuda": {
+        **cuda_repository_shapes("cuda_repo_"),
+        "cuda_repo_timeout": Int(1, 600, "seconds", "how long to wait for the key server"),
         "cuda_apt_lock_timeout": APT_LOCK,
         "cuda_version": CUDA_VERSION,
         "cuda_install_method": Spec(),

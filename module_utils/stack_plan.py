@@ -41,6 +41,7 @@ DRIVER_PACKAGES: List[Dict[str, Any]] = CATALOGUE["driver_packages"]
 DRIVER_LIFECYCLE: List[Dict[str, Any]] = CATALOGUE["driver_lifecycle"]
 KERNEL_MODULES: Dict[str, Any] = CATALOGUE["kernel_modules"]
 PYTHON_PACKAGES: Dict[str, Any] = CATALOGUE["python_packages"]
+CUDA_REPOSITORY: Dict[str, Any] = CATALOGUE["cuda_repository"]
 
 MODULE_FLAVOURS = ("open", "proprietary")
 PACKAGE_FLAVORS = ("cuda-drivers", "nvidia-driver")
@@ -71,6 +72,41 @@ def repository(repo: Any) -> Optional[Dict[str, Any]]:
 
 def supported_repositories() -> List[str]:
     return sorted(REPOSITORIES)
+
+
+def cuda_repository_location(
+    repo: Optional[str],
+    arch: Optional[str],
+    base_url: str = "",
+    key_url: str = "",
+    fingerprint: str = "",
+    keyring: str = "",
+) -> Optional[Dict[str, Any]]:
+    """Where NVIDIA's CUDA repository for ``repo``/``arch`` is, and how apt trusts it.
+
+    The catalogue's ``cuda_repository`` facts, each replaced by its override when one is
+    given (a mirror's ``base_url``, a rotated key's ``key_url`` and ``fingerprint``). The key
+    is the one the catalogue's repository row names; a repository the catalogue does not
+    know gets none, unless both key overrides are given. None without a repository path.
+    """
+    if not repo or not arch:
+        return None
+    base = (base_url or CUDA_REPOSITORY["base_url"]).rstrip("/")
+    url = f"{base}/{repo}/{arch}/"
+    key = CUDA_REPOSITORY["keys"].get(str((repository(repo) or {}).get("key", "")))
+    known_key_url = f"{url}{key['file']}" if key else ""
+    fingerprint = re.sub(r"\s", "", fingerprint or (key["fingerprint"] if key else "")).upper()
+    return {
+        "id": repo,
+        "arch": arch,
+        "url": url,
+        "key_url": key_url or known_key_url,
+        "fingerprint": fingerprint,
+        "keyring": keyring or CUDA_REPOSITORY["keyring"],
+        "sources_file": f"/etc/apt/sources.list.d/cuda-{repo}-{arch}.sources",
+        # The one-line file earlier Kindling releases, and NVIDIA's cuda-keyring package, write.
+        "list_file": f"/etc/apt/sources.list.d/cuda-{repo}-{arch}.list",
+    }
 
 
 def _in_bounds(value: str, first: Optional[str], last: Optional[str]) -> bool:

@@ -137,6 +137,48 @@ emit()
 """
 
 
+BUILD_PROBE_SOURCE = r"""
+import importlib.util
+import json
+import os
+import sys
+
+MARK = "KINDLING_TORCH_PROBE="
+out = {
+    "python_version": "%d.%d.%d" % tuple(sys.version_info[:3]),
+    "python_executable": sys.executable,
+    "found": False,
+    "error": None,
+}
+try:
+    spec = importlib.util.find_spec("torch")
+    places = list(spec.submodule_search_locations or []) if spec else []
+    if not places:
+        out["error"] = "ModuleNotFoundError: No module named 'torch'"
+    else:
+        path = os.path.join(places[0], "version.py")
+        names = {"__file__": path, "__name__": "torch.version"}
+        with open(path) as handle:
+            exec(compile(handle.read(), path, "exec"), names)
+        out["found"] = True
+        out["torch_version"] = str(names.get("__version__", ""))
+        out["built_cuda_version"] = names.get("cuda")
+except BaseException as exc:
+    out["error"] = "%s: %s" % (type(exc).__name__, str(exc).strip())
+sys.stdout.write("\n" + MARK + json.dumps(out, default=str) + "\n")
+"""
+
+
+def build_probe_command(python: str) -> List[str]:
+    """argv that reads torch's build (its version.py) in ``python`` without importing torch.
+
+    Importing torch takes seconds (CUDA libraries, the operator registry); a role that needs
+    only the release and the CUDA it was built with reads torch/version.py, which holds
+    plain assignments (__version__, cuda), found with importlib.util.find_spec.
+    """
+    return [python, "-c", BUILD_PROBE_SOURCE]
+
+
 def probe_command(python: str) -> List[str]:
     """argv that runs the probe in ``python``."""
     return [python, "-c", PROBE_SOURCE]

@@ -1411,6 +1411,7 @@ CATALOGUE = json.loads(
  ],
  "repositories": {
   "ubuntu2004": {
+   "key": "3bf863cc",
    "distribution": "Ubuntu",
    "release": "20.04",
    "layout": "ubuntu",
@@ -1437,6 +1438,7 @@ CATALOGUE = json.loads(
    "source": "NVIDIA/ansible-role-nvidia-driver PR #88 (cuda-keyring 1.1-1 is served for ubuntu2004, 2204, 2404)"
   },
   "ubuntu2204": {
+   "key": "3bf863cc",
    "distribution": "Ubuntu",
    "release": "22.04",
    "layout": "ubuntu",
@@ -1463,6 +1465,7 @@ CATALOGUE = json.loads(
    "source": "NVIDIA/ansible-role-nvidia-driver PR #65 (ubuntu2204 has no cuda-drivers-510; earliest R515); NVIDIA/ansible-role-nvidia-driver PR #88 (cuda-keyring 1.1-1 is served for ubuntu2004, 2204, 2404)"
   },
   "ubuntu2404": {
+   "key": "3bf863cc",
    "distribution": "Ubuntu",
    "release": "24.04",
    "layout": "ubuntu",
@@ -1490,6 +1493,7 @@ CATALOGUE = json.loads(
    "source": "NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta); NVIDIA/ansible-role-nvidia-driver PR #88 (cuda-keyring 1.1-1 is served for ubuntu2004, 2204, 2404)"
   },
   "debian12": {
+   "key": "3bf863cc",
    "distribution": "Debian",
    "release": "12",
    "layout": "debian",
@@ -1513,6 +1517,18 @@ CATALOGUE = json.loads(
     "source": "[no source found] a source listing cuDNN packages in NVIDIA's debian12 repository"
    },
    "source": "NVIDIA/nvidia-container-toolkit#181 (2023-10-20: Debian 12 first supported with CUDA 12.3)"
+  }
+ },
+ "cuda_repository": {
+  "base_url": "https://developer.download.nvidia.com/compute/cuda/repos",
+  "keyring": "/usr/share/keyrings/cuda-archive-keyring.gpg",
+  "keyring_source": "NVIDIA's cuda-keyring 1.1-1 package (NVIDIA/ansible-role-nvidia-driver PR #88; CUDA installation guide): installs /usr/share/keyrings/cuda-archive-keyring.gpg and a source signed-by it",
+  "keys": {
+   "3bf863cc": {
+    "fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
+    "file": "3bf863cc.pub",
+    "source": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' (2022-04-27) and NVIDIA/cuda-repo-management#4: deb repositories signed by 3bf863cc (fingerprint EB693B3035CD5710E231E123A4B469963BF863CC, published as <distro>/<arch>/3bf863cc.pub) since the rotation from 7fa2af80; CUDA installation guide for Linux, network repository installation (developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/)"
+   }
   }
  },
  "driver_packages": [
@@ -3221,6 +3237,8 @@ CATALOGUE = json.loads(
   ]
  },
  "sources": {
+  "cuda_repo_keys": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' (2022-04-27) and NVIDIA/cuda-repo-management#4: deb repositories signed by 3bf863cc (fingerprint EB693B3035CD5710E231E123A4B469963BF863CC, published as <distro>/<arch>/3bf863cc.pub) since the rotation from 7fa2af80; CUDA installation guide for Linux, network repository installation (developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/)",
+  "cuda_keyring_path": "NVIDIA's cuda-keyring 1.1-1 package (NVIDIA/ansible-role-nvidia-driver PR #88; CUDA installation guide): installs /usr/share/keyrings/cuda-archive-keyring.gpg and a source signed-by it",
   "ctk_table3": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)",
   "ctk_table2": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)",
   "llvm_kepler": "llvm/llvm-project commit 0f49116e ('sm_30 and sm_32 were removed in cuda-11.0, sm_35 and sm_37 were removed in cuda-12.0'); CMake MR !8031",

@@ -3,11 +3,11 @@
 The logic behind tests/registry/test_python_pins.py, in three parts:
 
 1. What to check, read from the project (never a list written here):
-   - the pins: the packages the conda_pytorch role installs, by rendering its own
-     ``templates/commands.yml.j2`` (``wanted``: torch, torchvision, torchaudio with their
-     ``*_version`` variables and install flags), and every ``python_package_pins`` task of a
-     role (jupyter: jupyterlab, ipykernel), whose empty pin is derived from the vendor
-     catalogue with ``stack_plan.python_package_pin``;
+   - the pins: the packages the conda_pytorch role installs, as its preflight's
+     ``torch_env_plan`` task decides them (module_utils/torch_env_plan.py's ``wanted``: torch,
+     torchvision, torchaudio with their ``*_version`` variables and install flags), and every
+     ``python_package_pins`` task of a role (jupyter: jupyterlab, ipykernel), whose empty pin
+     is derived from the vendor catalogue with ``stack_plan.python_package_pin``;
    - the settings: the roles' defaults, each inventory's group and host variables and each
      Molecule scenario's inventory, merged over the defaults;
    - the catalogue's claims: ``python_packages`` (``requires_python``) and ``torch_releases``
@@ -59,7 +59,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO_ROOT / "module_utils"))
 
-from ansible.module_utils import gpu_compat, stack_plan  # noqa: E402
+from ansible.module_utils import gpu_compat, stack_plan, torch_env_plan  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # PyPI and pip
@@ -842,45 +842,62 @@ class WantedPackage:
     variable: str  # the variable that sets the version
 
 
+def conda_pytorch_plan_args(repo_root: Path = REPO_ROOT) -> Dict[str, str]:
+    """The options of the conda_pytorch preflight's ``torch_env_plan`` task (option -> Jinja)."""
+    tasks = _yaml(repo_root / "roles/conda_pytorch/tasks/preflight.yml") or []
+    for task in tasks:
+        if "torch_env_plan" in task:
+            return {key: str(value) for key, value in task["torch_env_plan"].items()}
+    raise AssertionError("roles/conda_pytorch/tasks/preflight.yml has no torch_env_plan task")
+
+
+_PLAIN_VAR = re.compile(r"\{\{\s*(?P<var>conda_pytorch_\w+)\s*\}\}")
+
+
+def _plan_variable(args: Dict[str, str], option: str) -> str:
+    """The role variable that the task passes, as is, to one option of torch_env_plan."""
+    m = _PLAIN_VAR.fullmatch(args[option].strip())
+    assert m, f"torch_env_plan's {option} is not one role variable: {args[option]}"
+    return m.group("var")
+
+
 def conda_pytorch_wanted(
     values: Dict[str, Any], repo_root: Path = REPO_ROOT
 ) -> List[WantedPackage]:
-    """Render roles/conda_pytorch/templates/commands.yml.j2 for these settings; its ``wanted``.
+    """What the conda_pytorch role installs for these settings: torch_env_plan's ``wanted``.
 
-    The template is the role's own statement of what it installs (torch, and torchvision /
-    torchaudio when their install flags are on). Only the pip method installs from a pip
-    index; the conda method's packages come from the conda channel and give nothing here.
+    The role's preflight passes its variables to the torch_env_plan module, whose
+    module_utils/torch_env_plan.py decides ``wanted`` (torch, and torchvision / torchaudio
+    when their install flags are on); the variables are read from that task. Only the pip
+    method installs from a pip index; the conda method's packages come from the conda channel
+    and give nothing here.
     """
     if values.get("conda_pytorch_install_method", "pip") != "pip":
         return []
-    template = (repo_root / "roles/conda_pytorch/templates/commands.yml.j2").read_text(
-        encoding="utf-8"
-    )
     context = {**role_vars(repo_root, "conda_pytorch"), **values}
-    mode = "adopt" if context.get("conda_pytorch_python") else context["conda_pytorch_backend"]
-    context.update(
-        conda_pytorch_mode=mode,
-        conda_pytorch_env_dir="/ENV",
-        conda_pytorch_env_python="/ENV/bin/python",
+    args = conda_pytorch_plan_args(repo_root)
+    variables = _version_variables(repo_root)
+    wanted = torch_env_plan.wanted_versions(
+        "pip",
+        str(context[_plan_variable(args, "cuda_variant")]),
+        {project: str(context[var]) for project, var in variables.items()},
+        bool(context[_plan_variable(args, "install_torchvision")]),
+        bool(context[_plan_variable(args, "install_torchaudio")]),
     )
-    rendered = yaml.safe_load(_jinja().from_string(template).render(context))
-    variables = _version_variables(template)
     out = []
-    for project, full in rendered["wanted"].items():
-        version, _, local = str(full).partition("+")
+    for project, full in wanted.items():
+        version, _, local = full.partition("+")
         out.append(WantedPackage(project, version, local or None, variables[project]))
     return out
 
 
-_WANTED_VAR = re.compile(r"'(?P<project>[A-Za-z0-9_.-]+)':\s*(?P<var>conda_pytorch_\w+)\b")
-
-
-def _version_variables(template: str) -> Dict[str, str]:
-    """project -> the variable whose value the template puts in ``wanted`` for it."""
-    out: Dict[str, str] = {}
-    for m in _WANTED_VAR.finditer(template):
-        out.setdefault(m.group("project"), m.group("var"))
-    return out
+def _version_variables(repo_root: Path = REPO_ROOT) -> Dict[str, str]:
+    """project -> the variable the role passes to torch_env_plan as its version."""
+    args = conda_pytorch_plan_args(repo_root)
+    return {
+        project: _plan_variable(args, f"{project}_version")
+        for project in ("torch", "torchvision", "torchaudio")
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1322,10 +1339,7 @@ class ExplicitPinCase:
 
 def explicit_pins(found: List[Stack], repo_root: Path = REPO_ROOT) -> List[ExplicitPinCase]:
     """Each non-empty pin variable of each settings file, on the Python those settings use."""
-    template = (repo_root / "roles/conda_pytorch/templates/commands.yml.j2").read_text(
-        encoding="utf-8"
-    )
-    pin_vars = {var: project for project, var in _version_variables(template).items()}
+    pin_vars = {var: project for project, var in _version_variables(repo_root).items()}
     pin_vars.update({t.variable: t.project for t in python_package_pin_tasks(repo_root)})
     out: Dict[Tuple[str, str, str], ExplicitPinCase] = {}
     for stack in found:

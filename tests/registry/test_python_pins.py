@@ -6,8 +6,8 @@ What is checked (enumerated by pypi_pins.project_cases() from the project's own 
   a pin, each Molecule scenario host) on each OS where the preflight accepts it
   (stack_plan.check_plan, as the README's stack x OS table does), with the conda backend
   (conda_pytorch_python_version) and the venv backend (the OS's python3). Each package the
-  roles would install there is a case: torch/torchvision/torchaudio as
-  roles/conda_pytorch/templates/commands.yml.j2 renders them, jupyterlab and ipykernel as the
+  roles would install there is a case: torch/torchvision/torchaudio as the torch_env_plan
+  module (module_utils/torch_env_plan.py) decides them, jupyterlab and ipykernel as the
   jupyter role's python_package_pins tasks pick them (stack_plan.python_package_pin for an
   empty pin), each for the interpreter it goes into;
 - explicit pins: each pin variable a defaults file, inventory or scenario sets, on that

@@ -236,3 +236,24 @@ def test_toolkit_method_distro_without_a_distribution_is_not_checked(capsys):
     failed, result = run_module(dict(args, toolkit_method="distro", gpus=[]), capsys)
     assert not failed, result["msg"]
     assert result["problems"] == []
+
+
+def test_the_cuda_repository_location_is_returned_with_overrides(capsys):
+    args = dict(H200_PLAN, distribution="Ubuntu", distribution_version="24.04", machine="x86_64")
+    failed, result = run_module(args, capsys)
+    assert not failed, result["msg"]
+    cuda = result["repository"]["cuda"]
+    assert result["repository"]["os"] == "ubuntu2404"
+    assert (
+        cuda["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+    )
+    assert cuda["fingerprint"] == "EB693B3035CD5710E231E123A4B469963BF863CC"
+    args["repository_overrides"] = {
+        "base_url": "http://127.0.0.1:8765/compute/cuda/repos",
+        "keyring": "",
+    }
+    failed, result = run_module(args, capsys)
+    assert result["repository"]["cuda"]["key_url"] == (
+        "http://127.0.0.1:8765/compute/cuda/repos/ubuntu2404/x86_64/3bf863cc.pub"
+    )
+    assert result["repository"]["cuda"]["keyring"] == "/usr/share/keyrings/cuda-archive-keyring.gpg"

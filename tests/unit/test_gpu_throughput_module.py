@@ -2,7 +2,8 @@
 
 The judging and failure paths use tests/fixtures/throughput/fake_gpu_throughput.py, a
 FAKE program that prints a fixed (constructed) report or exits with a chosen code. One
-test runs the real program on the CPU with tiny settings.
+test runs the real program, the package directory kindling_bench, on the CPU with tiny
+settings.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ VENV_BIN = Path(sys.executable).parent
 ANSIBLE = VENV_BIN / "ansible"
 ANSIBLE_DOC = VENV_BIN / "ansible-doc"
 PY = sys.executable
-PROGRAM = REPO_ROOT / "roles" / "gpu_check" / "files" / "gpu_throughput.py"
+PROGRAM = REPO_ROOT / "roles" / "gpu_check" / "files" / "kindling_bench"  # a package
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "throughput"
 FAKE_PROGRAM = FIXTURES / "fake_gpu_throughput.py"  # FAKE: prints a fixed document
 SLOW_DOC = FIXTURES / "h200_slow.json"
@@ -254,7 +255,18 @@ def test_missing_program(tmp_path: Path) -> None:
     result = run_module(tmp_path, {"python": PY, "script": str(tmp_path / "nope.py")})
     assert result["failed"] is True
     assert "nope.py not found on the host" in result["msg"]
-    assert "roles/gpu_check/files/gpu_throughput.py" in result["msg"]
+    assert "roles/gpu_check/files/kindling_bench" in result["msg"]
+
+
+def test_a_directory_without_main_is_no_program(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    # A package directory is run through its __main__.py; a directory without one is refused.
+    empty = tmp_path / "kindling_bench"
+    empty.mkdir()
+    result = call_module_in_process(monkeypatch, capsys, {"python": PY, "script": str(empty)})
+    assert result["failed"] is True
+    assert f"benchmark program {empty} not found on the host" in result["msg"]
 
 
 def test_missing_interpreter(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:

@@ -1,4 +1,5 @@
-"""The benchmark program, run for real on the CPU with a tiny batch and resolution.
+"""The benchmark program (the package kindling_bench), run for real on the CPU with a tiny
+batch and resolution.
 
 One module-scoped run covers fp32, a bf16 autocast mode, the CPU-skipped modes (tf32,
 fp16 + GradScaler), gloo DDP with two processes, a batch sweep, and the matmul,
@@ -10,6 +11,7 @@ exits.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -22,7 +24,9 @@ from typing import Any, Dict, List
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PROGRAM = REPO_ROOT / "roles" / "gpu_check" / "files" / "gpu_throughput.py"
+# The program is a package directory; `python PROGRAM ARGS` runs its __main__.py.
+PROGRAM = REPO_ROOT / "roles" / "gpu_check" / "files" / "kindling_bench"
+MODULE_UTILS = REPO_ROOT / "module_utils"
 PY = sys.executable
 
 # Runs argv, then reports every live (non-zombie) process left as its child. With
@@ -154,9 +158,15 @@ def run_program(args: List[str], python: str = PY, timeout: int = 240) -> Dict[s
 
 
 def load_program_module() -> Any:
-    spec = importlib.util.spec_from_file_location("gpu_throughput_program", PROGRAM)
+    """The package, imported in this process as kindling_bench (its modules import each
+    other relative to it); torch is imported only when something is measured."""
+    loaded = sys.modules.get("kindling_bench")
+    if loaded is not None and Path(loaded.__file__).parent == PROGRAM:
+        return loaded
+    spec = importlib.util.spec_from_file_location("kindling_bench", PROGRAM / "__init__.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["kindling_bench"] = module
     spec.loader.exec_module(module)
     return module
 
@@ -422,25 +432,26 @@ def test_the_device_processes_are_gone(multi_run: Dict[str, Any]) -> None:
 
 def test_measured_devices_and_the_host_entry(program: Any) -> None:
     plan = {"device": "cuda", "gpus": "all"}
-    assert program.measured_devices(plan, 8) == list(range(8))
-    assert program.measured_devices(dict(plan, gpus=3), 8) == [0, 1, 2]
-    assert program.measured_devices(dict(plan, gpus=[5, 7]), 8) == [5, 7]
+    gpus = program.gpus
+    assert gpus.measured_devices(plan, 8) == list(range(8))
+    assert gpus.measured_devices(dict(plan, gpus=3), 8) == [0, 1, 2]
+    assert gpus.measured_devices(dict(plan, gpus=[5, 7]), 8) == [5, 7]
     with pytest.raises(ValueError, match="only 1 GPU"):
-        program.measured_devices(dict(plan, gpus=2), 1)
+        gpus.measured_devices(dict(plan, gpus=2), 1)
     with pytest.raises(ValueError, match=r"GPU\(s\) \[9\] not visible"):
-        program.measured_devices(dict(plan, gpus=[9]), 8)
-    assert program.measured_devices({"device": "cpu", "gpus": "all"}, 0) == [0]
-    assert program.measured_devices({"device": "cpu", "gpus": 4}, 0) == [0, 1, 2, 3]
+        gpus.measured_devices(dict(plan, gpus=[9]), 8)
+    assert gpus.measured_devices({"device": "cpu", "gpus": "all"}, 0) == [0]
+    assert gpus.measured_devices({"device": "cpu", "gpus": 4}, 0) == [0, 1, 2, 3]
 
     def gpu(index: int, img_s: Any, status: str = "ok") -> Dict[str, Any]:
         return {"index": index, "modes": {"fp32": {"status": status, "img_s": img_s}}}
 
-    entry = program.host_entry([gpu(0, 10.0), gpu(1, 30.0), gpu(2, 20.0), gpu(3, 40.0)], "fp32")
+    entry = gpus.host_entry([gpu(0, 10.0), gpu(1, 30.0), gpu(2, 20.0), gpu(3, 40.0)], "fp32")
     assert entry["img_s"] == 20.0 and entry["gpu_index"] == 2  # the lower median of four
     assert entry["img_s_by_gpu"] == {"0": 10.0, "1": 30.0, "2": 20.0, "3": 40.0}
-    failed = program.host_entry([gpu(0, None, "failed"), gpu(1, None, "failed")], "fp32")
+    failed = gpus.host_entry([gpu(0, None, "failed"), gpu(1, None, "failed")], "fp32")
     assert failed["status"] == "failed"
-    one_ok = program.host_entry([gpu(0, None, "failed"), gpu(1, 12.0)], "fp32")
+    one_ok = gpus.host_entry([gpu(0, None, "failed"), gpu(1, 12.0)], "fp32")
     assert one_ok["img_s"] == 12.0 and one_ok["img_s_by_gpu"] == {"0": None, "1": 12.0}
 
 
@@ -449,8 +460,8 @@ class _Props:
 
 
 def test_bus_id_is_nvidia_smis_format(program: Any) -> None:
-    assert program.bus_id(_Props()) == "00000000:18:00.0"
-    assert program.bus_id(object()) is None
+    assert program.gpus.bus_id(_Props()) == "00000000:18:00.0"
+    assert program.gpus.bus_id(object()) is None
 
 
 # ----------------------------------------------------------------------------- exit codes
@@ -585,63 +596,66 @@ def test_cuda_requested_without_gpu_exits_4() -> None:
 
 
 def test_profiles(program: Any) -> None:
-    parser = program.build_parser()
-    quick = program.resolve_plan(parser.parse_args([]))
+    cli = program.cli
+    parser = cli.build_parser()
+    quick = cli.resolve_plan(parser.parse_args([]))
     assert quick["profile"] == "quick" and quick["device"] == "cuda"
     assert quick["modes"] == ["fp32", "amp_fp16", "amp_fp16_cl"]
     assert quick["probes"] == ["h2d"]
     assert quick["batch_sizes"] == {"fp32": 256, "amp_fp16": 256, "amp_fp16_cl": 256}
     assert quick["cuda_graphs_modes"] == [] and quick["max_seconds"] == 85.0
     assert (quick["warmup"], quick["steps"], quick["windows"]) == (5, 5, 3)
-    full = program.resolve_plan(parser.parse_args(["--profile", "full"]))
+    full = cli.resolve_plan(parser.parse_args(["--profile", "full"]))
     assert full["modes"] == list(program.MODE_ORDER) and full["probes"] == program.PROBE_ORDER
     assert full["batch_sizes"]["compile"] == 512 and full["batch_sizes"]["fp32"] == 256
     assert full["cuda_graphs_modes"] == ["compile"]
     # cuDNN's autotune is torch's default unless asked: fewer algorithms, faster first
     # steps, slower fp32 (docs/BENCHMARKS.md); 0 tries them all.
     assert quick["cudnn_benchmark_limit"] is None and full["cudnn_benchmark_limit"] is None
-    limited = program.resolve_plan(parser.parse_args(["--cudnn-benchmark-limit", "0"]))
+    limited = cli.resolve_plan(parser.parse_args(["--cudnn-benchmark-limit", "0"]))
     assert limited["cudnn_benchmark_limit"] == 0
-    explicit = program.resolve_plan(
+    explicit = cli.resolve_plan(
         parser.parse_args(["--profile", "full", "--batch-size", "128", "--no-cuda-graphs"])
     )
     assert set(explicit["batch_sizes"].values()) == {128}
     assert explicit["cuda_graphs_modes"] == []
-    alias = program.resolve_plan(parser.parse_args(["--modes", "seed_recipe,fp32,fp32"]))
+    alias = cli.resolve_plan(parser.parse_args(["--modes", "seed_recipe,fp32,fp32"]))
     assert alias["modes"] == ["fp32", "amp_fp16"]
 
 
 def test_batch_overrides_and_sweep_parsing(program: Any) -> None:
-    assert program.parse_batch_overrides(["amp_bf16_cl=384", "fp32=64,seed_recipe=512"]) == {
+    cli = program.cli
+    assert cli.parse_batch_overrides(["amp_bf16_cl=384", "fp32=64,seed_recipe=512"]) == {
         "amp_bf16_cl": 384,
         "fp32": 64,
         "amp_fp16": 512,
     }
-    axes = program.parse_sweep(["batch=256,384", "cuda_graphs=on,off", "compile_mode=default"])
+    axes = cli.parse_sweep(["batch=256,384", "cuda_graphs=on,off", "compile_mode=default"])
     assert axes == {"batch": [256, 384], "cuda_graphs": [True, False], "compile_mode": ["default"]}
-    assert len(program.sweep_variants(axes, "compile")) == 4
-    eager = program.sweep_variants(axes, "amp_fp16_cl")  # compile_mode cannot affect it
+    assert len(program.modes.sweep_variants(axes, "compile")) == 4
+    eager = program.modes.sweep_variants(axes, "amp_fp16_cl")  # compile_mode cannot affect it
     assert eager == [
         {"batch": 256, "cuda_graphs": True},
         {"batch": 256, "cuda_graphs": False},
         {"batch": 384, "cuda_graphs": True},
         {"batch": 384, "cuda_graphs": False},
     ]
-    assert program.parse_peak_tflops("989") == {k: 989.0 for k in ("fp32", "tf32", "fp16", "bf16")}
+    assert cli.parse_peak_tflops("989") == {k: 989.0 for k in ("fp32", "tf32", "fp16", "bf16")}
 
 
 def test_oom_message_names_batch_and_suggests_smaller(program: Any) -> None:
-    message = program.oom_reason("amp_bf16_cl", 512, "cuda")
+    message = program.context.oom_reason("amp_bf16_cl", 512, "cuda")
     assert "batch size 512" in message and "--batch amp_bf16_cl=256" in message
 
 
 def test_window_summary_is_the_median(program: Any) -> None:
-    summary = program.summarize_windows([100.0, 50.0, 200.0], images_per_step=10, steps=5)
+    summarize_windows = program.train.summarize_windows
+    summary = summarize_windows([100.0, 50.0, 200.0], images_per_step=10, steps=5)
     # 50 images per window: 500, 1000 and 250 img/s; the median window is 500 img/s.
     assert summary["windows"] == [500.0, 1000.0, 250.0]
     assert summary["img_s"] == 500.0 and summary["ms_per_step"] == 20.0
     assert summary["window_spread"] == 1.5  # (1000 - 250) / 500
-    assert program.summarize_windows([], 10, 5)["window_spread"] is None
+    assert summarize_windows([], 10, 5)["window_spread"] is None
 
 
 def test_seed_ratio_math(program: Any) -> None:
@@ -651,29 +665,40 @@ def test_seed_ratio_math(program: Any) -> None:
         "amp_fp16_cl": dict(ok, img_s=6000.0),
         "ddp": dict(ok, img_s=48000.0),  # a total over GPUs never counts as "best"
     }
-    seed = program.seed_ratio(results)
+    seed = program.report.seed_ratio(results)
     assert seed["best_mode"] == "amp_fp16_cl" and seed["ratio"] == 2.0
     assert seed["seed_img_s"] == 3000.0 and seed["reason"] is None
 
 
-def test_program_is_python38_syntax() -> None:
-    import ast
+def program_files(directory: Path = PROGRAM) -> List[Path]:
+    return sorted(directory.glob("*.py"))
 
-    ast.parse(PROGRAM.read_text(), feature_version=(3, 8))
+
+def test_program_is_python38_syntax() -> None:
+    assert len(program_files()) >= 10
+    for path in program_files():  # reference.py through its symlink
+        ast.parse(path.read_text(), feature_version=(3, 8), filename=str(path))
 
 
 def test_program_imports_only_stdlib_at_module_level() -> None:
+    # Every module of the package imported, and --help run, in a fresh interpreter.
     code = (
-        "import sys, runpy; sys.argv = ['x', '--help'];\n"
+        "import sys, importlib, pkgutil\n"
+        f"sys.path.insert(0, {str(PROGRAM.parent)!r})\n"
         "mods = set(sys.modules)\n"
+        "import kindling_bench\n"
+        "for info in pkgutil.iter_modules(kindling_bench.__path__):\n"
+        "    if info.name != '__main__':\n"
+        "        importlib.import_module('kindling_bench.' + info.name)\n"
         "try:\n"
-        f"    runpy.run_path({str(PROGRAM)!r}, run_name='not_main')\n"
-        "finally:\n"
-        "    print(sorted(m for m in set(sys.modules) - mods if m.split('.')[0] in "
-        "('torch', 'torchvision', 'numpy')))\n"
+        "    kindling_bench.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in set(sys.modules) - mods if m.split('.')[0] in "
+        "('torch', 'torchvision', 'numpy', 'ansible')))\n"
     )
     proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert proc.stdout.strip() == "[]"
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
     assert os.path.basename(PY).startswith("python")
 
 
@@ -689,17 +714,116 @@ def test_ddp_replicates_the_best_eager_channels_last_mode(program: Any) -> None:
             "compile": dict(ok, img_s=7500.0),  # compiled modes are not replicated
         },
     )
-    base, why = program.ddp_base_mode(ctx)
+    base, why = program.ddp.ddp_base_mode(ctx)
     assert base == "amp_fp16_cl" and "6000.0 img/s" in why
     ctx.plan["ddp_mode"] = "amp_bf16_cl"
-    assert program.ddp_base_mode(ctx) == ("amp_bf16_cl", "requested with --ddp-mode")
+    assert program.ddp.ddp_base_mode(ctx) == ("amp_bf16_cl", "requested with --ddp-mode")
 
 
 def test_budget_skips_with_a_reason(program: Any) -> None:
     from types import SimpleNamespace
 
     ctx = SimpleNamespace(plan={"max_seconds": 0.0}, deadline=0.0)
-    reason = program.Context.over_budget(ctx)
+    reason = program.context.Context.over_budget(ctx)
     assert reason.startswith("the --max-seconds budget of 0 s was used up")
     ctx.deadline = float("inf")
-    assert program.Context.over_budget(ctx) is None
+    assert program.context.Context.over_budget(ctx) is None
+
+
+# ----------------------------------------------------------------------------- the artifact
+
+
+def test_flop_per_image_is_module_utils_constant(program: Any) -> None:
+    from types import SimpleNamespace
+
+    from ansible.module_utils import gpu_throughput_ref, resnet_flops
+
+    # reference.py is a relative symlink to the one copy in module_utils (the role's copy
+    # follows it, so a host gets a plain file).
+    link = PROGRAM / "reference.py"
+    assert link.is_symlink()
+    assert os.readlink(link) == "../../../../module_utils/resnet_flops.py"
+    assert link.resolve() == MODULE_UTILS / "resnet_flops.py"
+    # The program's constant, read through the symlink, is the judge's.
+    assert program.reference.FLOP_PER_IMAGE == resnet_flops.FLOP_PER_IMAGE == 24.7e9
+    assert gpu_throughput_ref.FLOP_PER_IMAGE == program.reference.FLOP_PER_IMAGE
+    cli = program.cli
+    plan = cli.resolve_plan(cli.build_parser().parse_args(["--image-size", "224"]))
+    assert plan["flop_per_image"] == resnet_flops.FLOP_PER_IMAGE
+    half = cli.resolve_plan(cli.build_parser().parse_args(["--image-size", "112"]))
+    assert half["flop_per_image"] == resnet_flops.FLOP_PER_IMAGE / 4
+    # MFU: the program (given the datasheet peaks) and the judge give the same number.
+    peaks = gpu_throughput_ref.peak_tflops("h200")
+    ctx = SimpleNamespace(plan={"peak_tflops": peaks, "flop_per_image": plan["flop_per_image"]})
+    for precision, img_s in (("fp16", 6180.0), ("fp32", 1064.0)):
+        expected = gpu_throughput_ref.mfu(img_s, "h200", precision)
+        assert program.modes.mfu(ctx, img_s, precision) == expected is not None
+    # No second copy of the number in the package or in the judge.
+    for path in [*program_files(), MODULE_UTILS / "gpu_throughput_ref.py"]:
+        if not path.is_symlink():
+            assert "24.7e9" not in path.read_text(), path
+
+
+def test_resnet_flops_needs_nothing_but_the_standard_library() -> None:
+    tree = ast.parse((MODULE_UTILS / "resnet_flops.py").read_text(), feature_version=(3, 8))
+    nodes = list(ast.walk(tree))
+    imported = {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in nodes if isinstance(n, ast.ImportFrom)}
+    assert imported <= {"__future__"}
+
+
+def module_imports(path: Path) -> Dict[str, set]:
+    """{"relative": sibling modules, "top": absolute imports at module level,
+    "lazy": absolute imports inside functions} of one module of the package."""
+    tree = ast.parse(path.read_text())
+    found: Dict[str, set] = {"relative": set(), "top": set(), "lazy": set()}
+    top_level = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        where = "top" if id(node) in top_level else "lazy"
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1, f"{path.name}: {ast.dump(node)}"
+            if node.module:
+                found["relative"].add(node.module.split(".")[0])
+            else:
+                found["relative"].update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found[where].add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found[where].update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
+def test_the_copied_artifact_is_complete(tmp_path: Path) -> None:
+    # What the role ships: the package's *.py files, the symlink followed. The directory
+    # holds nothing else (a __pycache__ aside), so that glob is the whole program.
+    assert {p.name for p in PROGRAM.iterdir() if p.name != "__pycache__"} == {
+        p.name for p in program_files()
+    }
+    measure = (REPO_ROOT / "roles" / "gpu_check" / "tasks" / "measure.yml").read_text()
+    assert "'kindling_bench/*.py'" in measure
+    assert 'script: "{{ gpu_check_install_dir }}/kindling_bench"' in measure
+    copy = tmp_path / "bin" / "kindling_bench"
+    shutil.copytree(PROGRAM, copy, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+    assert not any(p.is_symlink() for p in copy.iterdir())
+    reference = (MODULE_UTILS / "resnet_flops.py").read_text()
+    assert (copy / "reference.py").read_text() == reference
+    stdlib = set(sys.stdlib_module_names)
+    for path in program_files(copy):
+        imports = module_imports(path)
+        for name in imports["relative"]:
+            assert (copy / f"{name}.py").is_file(), f"{path.name} imports .{name}"
+        # torch, torchvision and numpy only where something is measured.
+        assert imports["top"] <= stdlib, (path.name, imports["top"] - stdlib)
+        assert imports["lazy"] <= stdlib | {"torch", "torchvision", "numpy"}, path.name
+    # Both ways to run it, from the copy alone, without site-packages (no torch).
+    bare = fake_python_without_torch(tmp_path)
+    for argv, cwd in (([str(copy)], tmp_path), (["-m", "kindling_bench"], copy.parent)):
+        proc = subprocess.run(
+            [bare, *argv, "--help"], capture_output=True, text=True, timeout=60, cwd=cwd
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("usage: gpu_throughput.py") and "Exit codes" in proc.stdout
+    proc = subprocess.run(
+        [bare, str(copy), "--modes", "fp8"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "unknown mode 'fp8'" in proc.stderr

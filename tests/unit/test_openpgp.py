@@ -1,15 +1,13 @@
-"""module_utils/openpgp.py and the openpgp_key module against keys real gpg makes: the
+"""module_utils/openpgp.py (which apt_signed_repository uses) against keys real gpg makes: the
 fingerprints must be gpg's own, and the keyring written for apt must be the pinned key
 that gpg reads back, from ASCII-armored and binary files, with one key or two."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 
-import openpgp_key
 import pytest
 from ansible.module_utils.openpgp import (
     OpenPGPError,
@@ -20,7 +18,6 @@ from ansible.module_utils.openpgp import (
     packets,
     primary_keys,
 )
-from ansible.module_utils.testing import patch_module_args
 
 GPG = shutil.which("gpg")
 
@@ -122,36 +119,3 @@ def test_fingerprint_versions_and_spacing():
     assert len(fingerprint(b"\x06" + b"\x00" * 10)) == 64  # v6: SHA-256
     with pytest.raises(OpenPGPError, match="version 3"):
         fingerprint(b"\x03abc")
-
-
-def run_module(args, capsys):
-    with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        openpgp_key.main()
-    return exc.value.code != 0, json.loads(capsys.readouterr().out)
-
-
-def test_the_module_writes_the_pinned_key_once(keys, tmp_path, capsys):
-    dest = tmp_path / "archive-keyring.gpg"
-    args = {"src": str(keys["dir"] / "both.asc"), "fingerprint": keys["a"], "dest": str(dest)}
-    failed, result = run_module(dict(args, _ansible_check_mode=True), capsys)
-    assert not failed and result["matched"] and result["changed"] and not dest.exists()
-    failed, result = run_module(args, capsys)
-    assert result["changed"] and dest.read_bytes() == (keys["dir"] / "a.gpg").read_bytes()
-    assert oct(dest.stat().st_mode & 0o777) == "0o644"
-    failed, result = run_module(args, capsys)
-    assert not failed and result["changed"] is False  # the second run leaves it as it is
-    assert result["fingerprints"] == [keys["a"], keys["b"]]
-
-
-def test_the_module_writes_nothing_for_another_key(keys, tmp_path, capsys):
-    dest = tmp_path / "archive-keyring.gpg"
-    failed, result = run_module(
-        {"src": str(keys["dir"] / "b.gpg"), "fingerprint": keys["a"], "dest": str(dest)}, capsys
-    )
-    assert not failed and result["matched"] is False and not dest.exists()
-    assert result["fingerprints"] == [keys["b"]] and result["error"] is None
-    page = tmp_path / "page.html"
-    page.write_bytes(b"<html>proxy login</html>")
-    failed, result = run_module({"src": str(page), "fingerprint": keys["a"]}, capsys)
-    assert not failed and result["matched"] is False and result["fingerprints"] == []
-    assert "not an OpenPGP packet" in result["error"]

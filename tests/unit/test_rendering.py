@@ -52,7 +52,7 @@ from ansible.module_utils.gpu_compat import cudnn_packages
 from ansible.module_utils.input_types import AbsPath, Free, Int, IPAddress, ListOf, Record, Url
 from ansible.module_utils.persistenced import dropin, exec_start_argv, persistence_on
 from ansible.module_utils.role_inputs import SHAPES, check_role
-from ansible.module_utils.stack_plan import distro_toolkit, plan_packages
+from ansible.module_utils.stack_plan import distro_toolkit, plan_packages, repository_id
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 from conftest import CAPTURES, REPO_ROOT
 
@@ -223,7 +223,9 @@ def cuda_computed(v: Dict[str, Any]) -> Dict[str, Any]:
 
 def nvidia_driver_computed(v: Dict[str, Any]) -> Dict[str, Any]:
     planned, _ = plan_packages(
-        str(v["nvidia_driver__repo_distro"]),
+        repository_id(
+            v["ansible_facts"]["distribution"], v["ansible_facts"]["distribution_version"]
+        ),
         v["nvidia_driver_branch"],
         v["nvidia_driver_version"] or None,
         v["nvidia_driver_install_method"],
@@ -248,7 +250,7 @@ def nvidia_driver_computed(v: Dict[str, Any]) -> Dict[str, Any]:
 
 def jupyter_computed(v: Dict[str, Any]) -> Dict[str, Any]:
     # What slurp returns for the token file secret_token writes.
-    return {"jupyter_token_raw": {"content": base64.b64encode(f"{TOKEN}\n".encode()).decode()}}
+    return {"jupyter__token_raw": {"content": base64.b64encode(f"{TOKEN}\n".encode()).decode()}}
 
 
 # --- the templates
@@ -342,23 +344,6 @@ CONDA_PYTORCH_SH: Dict[Target, Sequence[Any]] = {
     "conda_pytorch_env_name": [],
     "conda_pytorch_venv_path": [],
 }
-COMMANDS_YML: Dict[Target, Sequence[Any]] = {
-    "conda_pytorch_conda_prefix": [("miniforge_install",), ("env_create",), ("torch_install",)],
-    "conda_pytorch_download_dir": [("installer_path",), ("miniforge_install",)],
-    "conda_pytorch_miniforge_url": [("installer_path",), ("miniforge_install",)],
-    "conda_pytorch_miniforge_version": [("installer_path",), ("miniforge_install",)],
-    "conda_pytorch_env_name": [("env_create",), ("torch_install",)],
-    "conda_pytorch_venv_path": [("env_create",), ("torch_install",)],
-    "conda_pytorch_venv_python": [("env_create",)],
-    "conda_pytorch_python_version": [("env_create",)],
-    "conda_pytorch_version": [("wanted",), ("torch_install",)],
-    "conda_pytorch_torchvision_version": [("wanted",), ("torch_install",)],
-    "conda_pytorch_torchaudio_version": [("wanted",), ("torch_install",)],
-    "conda_pytorch_install_method": [("wanted",), ("torch_install",)],
-    "conda_pytorch_cuda_variant": [("wanted",), ("torch_install",)],
-    "conda_pytorch_index_url": [("torch_install",)],
-    "conda_pytorch_extra_index_url": [("torch_install",)],
-}
 DCGM_TARGETS = ("scrape_configs", "*", "static_configs", "*", "targets")
 
 TEMPLATES = [
@@ -381,8 +366,8 @@ TEMPLATES = [
             "jupyter_kernel_python": [EXEC],
             "jupyter_service_name": [("Service", "RuntimeDirectory")],
         },
-        internal=("jupyter_config_dir", "jupyter_env_file", "jupyter_lab_prefix"),
-        derive=("jupyter_lab_prefix",),
+        internal=("jupyter_config_dir", "jupyter_env_file", "jupyter__lab_prefix"),
+        derive=("jupyter__lab_prefix",),
     ),
     Template(
         "jupyter.env.j2",
@@ -394,7 +379,7 @@ TEMPLATES = [
             "jupyter_home": ["JUPYTER_CONFIG_DIR"],
             "jupyter_password_hash": ["JUPYTER_TOKEN"],
         },
-        internal=("jupyter_token_raw",),
+        internal=("jupyter__token_raw",),
         computed=jupyter_computed,
     ),
     Template(
@@ -540,44 +525,6 @@ TEMPLATES = [
             ("adopt", {"conda_pytorch_python": "/opt/conda/envs/pytorch/bin/python"}),
         )
     ),
-    *(
-        Template(
-            f"commands.yml.j2[{mode}]",
-            "conda_pytorch",
-            "roles/conda_pytorch/templates/commands.yml.j2",
-            "yaml",
-            reach=COMMANDS_YML,
-            internal=(
-                "conda_pytorch_env_dir",
-                "conda_pytorch_env_python",
-                "conda_pytorch_mode",
-                "conda_pytorch_pytorch_cuda_since",
-            ),
-            base=base,
-            derive=("conda_pytorch_mode", "conda_pytorch_env_dir", "conda_pytorch_env_python"),
-        )
-        for mode, base in (("conda", {}), ("venv", {"conda_pytorch_backend": "venv"}))
-    ),
-    Template(
-        "cuda-repo.list.j2",
-        "nvidia_driver",
-        N + "cuda-repo.list.j2",
-        "apt_list",
-        reach={
-            "nvidia_driver_repo_keyring": [1],
-            "nvidia_driver_repo_base_url": [2],
-            "nvidia_driver_repo_distro": [2],
-            "nvidia_driver_repo_arch": [2],
-            "nvidia_driver_repo_key_fingerprint": [],
-        },
-        internal=("nvidia_driver__repo_key_fpr", "nvidia_driver__repo_url"),
-        derive=(
-            "nvidia_driver__repo_distro",
-            "nvidia_driver__repo_url",
-            "nvidia_driver__repo_key_fpr",
-        ),
-        vars_files=("vars/Debian-12.yml",),
-    ),
     Template(
         "preferences.j2",
         "nvidia_driver",
@@ -591,7 +538,6 @@ TEMPLATES = [
             "nvidia_driver_install_method": ["Package"],
         },
         internal=("nvidia_driver__packages", "nvidia_driver__version_glob"),
-        derive=("nvidia_driver__repo_distro",),
         vars_files=("vars/Debian-12.yml",),
         computed=nvidia_driver_computed,
     ),
@@ -603,7 +549,6 @@ TEMPLATES = [
         "systemd",
         reach={},
         internal=("nvidia_driver__persistenced_plan",),
-        derive=("nvidia_driver__repo_distro",),
         vars_files=("vars/Debian-12.yml",),
         computed=nvidia_driver_computed,
     ),
@@ -1293,7 +1238,6 @@ LOOSENED = [
     ("cuda.sh.j2", "cuda_version", "1\nid", "lines changed"),
     ("pytorch.sh.j2[venv]", "conda_pytorch_venv_path", "/opt/a b", "commands run"),
     ("ld.so.conf.j2", "cuda_toolkit_prefix", "/opt/a\n/tmp", "lines instead"),
-    ("cuda-repo.list.j2", "nvidia_driver_repo_keyring", "/k a", "not 'deb"),
     ("cudnn-preferences.j2", "cuda_cudnn_version", "9.14.0\nPin: x", "stanzas"),
     ("prometheus-scrape.yml.j2", "dcgm_exporter_prometheus_target", 'a", "b', "structure"),
 ]
@@ -1439,7 +1383,7 @@ def gpu_check_vars(verdict: str) -> Dict[str, Any]:
     variables = copy.deepcopy(COMMON)
     variables["ansible_facts"].update(nvidia_smi=facts, torch_cuda={"torch_version": "2.11.0"})
     variables.update(
-        gpu_check_result=result,
+        gpu_check__result=result,
         gpu_check_profile="quick",
         gpu_check_report_dir="/reports",
         gpu_check_gpu_margin=0.1,
@@ -1482,12 +1426,12 @@ def test_the_markdown_report_shows_the_health_codes_beside_the_verdict():
 
 def test_the_markdown_report_marks_a_derived_reference_and_its_tolerance():
     variables = gpu_check_vars("pass")
-    variables["gpu_check_result"]["judgement"]["amp_fp16"] = {
+    variables["gpu_check__result"]["judgement"]["amp_fp16"] = {
         "img_s": 480.0, "reference": 506.0, "ratio": 0.9486, "status": "pass", "reason": None,
         "source": "derived from the datasheet (Lambda deeplearning-benchmark calibration)",
         "reference_basis": "derived", "tolerance": 0.616,
     }  # fmt: skip
-    variables["gpu_check_result"]["throughput"]["modes"]["amp_fp16"] = {"batch_size": 256}
+    variables["gpu_check__result"]["throughput"]["modes"]["amp_fp16"] = {"batch_size": 256}
     source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
     templar = ansible().Templar(loader=ansible().loader, variables=variables)
     text = templar.template(
@@ -1510,7 +1454,7 @@ def test_the_markdown_report_lists_every_gpu_and_the_one_behind():
     )
     judged = judge_report(doc, "h200")
     variables = gpu_check_vars("fail")
-    variables["gpu_check_result"].update(
+    variables["gpu_check__result"].update(
         gpus=judged["gpus"], gpu_outliers=judged["gpu_outliers"], not_run=["input_pipeline"]
     )
     source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
@@ -1527,7 +1471,7 @@ def test_the_markdown_report_lists_every_gpu_and_the_one_behind():
 
 def test_the_markdown_report_of_a_healthy_host_says_so():
     variables = gpu_check_vars("pass")
-    variables["gpu_check_result"].update(health_codes=[], health_line="GPU health: no findings")
+    variables["gpu_check__result"].update(health_codes=[], health_line="GPU health: no findings")
     source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
     templar = ansible().Templar(loader=ansible().loader, variables=variables)
     text = templar.template(
@@ -1541,7 +1485,7 @@ def test_the_markdown_report_of_a_healthy_host_says_so():
 def test_the_json_report_and_the_slow_host_message_carry_the_codes():
     variables = gpu_check_vars("fail")
     templar = ansible().Templar(loader=ansible().loader, variables=variables)
-    report = templar.template(report_task("Write the JSON report")["vars"]["gpu_check_report"])
+    report = templar.template(report_task("Write the JSON report")["vars"]["gpu_check__report"])
     assert [(h["code"], h["gpu"], h["severity"]) for h in report["health"]] == [
         ("xid-79", 0, "failing")
     ]
@@ -1563,7 +1507,7 @@ def test_the_json_report_and_the_slow_host_message_carry_the_codes():
     # verdict fail without a slow mode or GPU: a required check did not run, say, so the
     # message does not call the host slow.
     assert message.startswith("gpu1.example.com failed the check: NVIDIA H200 (h200); PASS")
-    variables["gpu_check_result"]["failed_modes"] = ["amp_fp16_cl"]
+    variables["gpu_check__result"]["failed_modes"] = ["amp_fp16_cl"]
     templar = ansible().Templar(loader=ansible().loader, variables=variables)
     slow = templar.template(
         report_task("Fail a host that trains slower than its GPUs should")["ansible.builtin.fail"][

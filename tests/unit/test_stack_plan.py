@@ -479,3 +479,50 @@ def test_what_no_source_confirms_is_a_note_not_a_refusal():
 def test_an_architecture_a_repository_does_not_serve_is_refused():
     problems = sp.check_plan({"cuda_version": "13.0"}, [], "ubuntu2204", "ppc64el")
     assert [p["code"] for p in problems] == ["arch-not-in-repository"], problems
+
+
+# ---------------------------------------------------------------------------
+# NVIDIA's CUDA repository: where it is and how apt trusts it (catalogue cuda_repository)
+# ---------------------------------------------------------------------------
+
+
+def test_cuda_repository_from_the_catalogue():
+    loc = sp.cuda_repository_location("debian12", "x86_64")
+    base = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+    assert loc["url"] == base
+    assert loc["key_url"] == base + "3bf863cc.pub"
+    assert loc["fingerprint"] == "EB693B3035CD5710E231E123A4B469963BF863CC"
+    assert loc["keyring"] == "/usr/share/keyrings/cuda-archive-keyring.gpg"
+    assert loc["sources_file"] == "/etc/apt/sources.list.d/cuda-debian12-x86_64.sources"
+    assert loc["list_file"] == "/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
+
+
+def test_every_catalogue_repository_names_a_known_key():
+    for repo, row in sp.REPOSITORIES.items():
+        assert row["key"] in sp.CUDA_REPOSITORY["keys"], repo
+        assert sp.cuda_repository_location(repo, "x86_64")["fingerprint"], repo
+
+
+def test_cuda_repository_overrides_a_mirror_and_a_rotated_key():
+    loc = sp.cuda_repository_location(
+        "ubuntu2404",
+        "sbsa",
+        base_url="https://mirror.example/cuda/repos/",
+        fingerprint="eb69 3b30 35cd 5710 e231  e123 a4b4 6996 3bf8 63cc",
+        keyring="/etc/apt/keyrings/cuda.gpg",
+    )
+    assert loc["url"] == "https://mirror.example/cuda/repos/ubuntu2404/sbsa/"
+    # The mirror serves the key file the catalogue names, beside its lists.
+    assert loc["key_url"] == "https://mirror.example/cuda/repos/ubuntu2404/sbsa/3bf863cc.pub"
+    assert loc["fingerprint"] == "EB693B3035CD5710E231E123A4B469963BF863CC"
+    assert loc["keyring"] == "/etc/apt/keyrings/cuda.gpg"
+
+
+def test_an_unknown_repository_has_no_key_unless_given_one():
+    loc = sp.cuda_repository_location("debian13", "x86_64")
+    assert loc["key_url"] == "" and loc["fingerprint"] == ""
+    given = sp.cuda_repository_location(
+        "debian13", "x86_64", key_url="https://k/x.pub", fingerprint="AB" * 20
+    )
+    assert given["key_url"] == "https://k/x.pub" and given["fingerprint"] == "AB" * 20
+    assert sp.cuda_repository_location(None, "x86_64") is None

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import torch_cuda_facts
@@ -587,3 +588,35 @@ def test_driver_version_from_proc_capture():
     )
     assert parse_proc_driver_version("") is None
     assert parse_proc_driver_version("no driver here") is None
+
+
+# ---------------------------------------------------------------------------
+# depth=build: torch's build from its version.py, torch not imported
+# ---------------------------------------------------------------------------
+
+
+def test_build_depth_reads_the_build_without_importing_torch(capsys, monkeypatch):
+    # The "hang" case sleeps on import: a build read that imported torch would time out.
+    start = time.monotonic()
+    failed, result = run_module(
+        {"python": fake("hang", monkeypatch), "depth": "build", "timeout": 20}, capsys
+    )
+    assert not failed, result
+    assert time.monotonic() - start < 10
+    assert result["torch_build"]["found"] is True
+    assert result["torch_build"]["torch_version"] == "2.11.0+cu130"
+    assert result["torch_build"]["built_cuda_version"] == "13.0"
+    assert "ansible_facts" not in result  # the torch_cuda fact is the full probe's only
+
+
+def test_build_depth_h200_capture_and_missing_torch(capsys):
+    failed, result = run_module({"python": str(BIN / "python-h200"), "depth": "build"}, capsys)
+    assert not failed and result["torch_build"]["built_cuda_version"] == CAPTURE["cuda"]
+    assert result["torch_build"]["torch_version"] == CAPTURE["torch"]
+    failed, result = run_module(
+        {"python": str(BIN / "python-no-torch"), "depth": "build", "require_torch": False}, capsys
+    )
+    assert not failed and result["torch_build"]["found"] is False
+    assert result["torch_build"]["error"] == "ModuleNotFoundError: No module named 'torch'"
+    failed, result = run_module({"python": str(BIN / "python-no-torch"), "depth": "build"}, capsys)
+    assert failed and result["msg"].startswith("torch is not installed for ")

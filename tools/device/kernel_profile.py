@@ -2,13 +2,14 @@
 """Where a ResNet-50 training step's GPU time goes: the top CUDA kernels and their share.
 
 A measurement tool for the GPU machine (docs/BENCHMARKS.md, "Where the time goes"), not
-part of the check. It trains torchvision's ResNet-50 the way gpu_throughput.py's
-amp_fp16_cl mode does (AMP fp16 + GradScaler, channels_last, fused SGD, synthetic data on
-the device), optionally under torch.compile (default mode, no CUDA graph, so that the
-profiler sees each kernel), warms up, then records --steps steps with torch.profiler and
-prints one JSON document: img/s of the profiled steps, and per kernel the CUDA time, its
-share of the step and how often it ran, largest first, grouped into families
-(convolution, batch norm, elementwise, optimizer, other).
+part of the check. It trains torchvision's ResNet-50 the way the benchmark program's
+(roles/gpu_check/files/kindling_bench) amp_fp16_cl mode does (AMP fp16 + GradScaler,
+channels_last, fused SGD, synthetic data on the device), optionally under torch.compile
+(default mode, no CUDA graph, so that the profiler sees each kernel), warms up, then
+records --steps steps with torch.profiler and prints one JSON document: img/s of the
+profiled steps, and per kernel the CUDA time, its share of the step and how often it
+ran, largest first, grouped into families (convolution, batch norm, elementwise,
+optimizer, other).
 
     python3 tools/device/kernel_profile.py --batch 256 --steps 10 [--compile] > out.json
 """

@@ -4,7 +4,7 @@
 # docs/DEVELOPMENT.md "GPU machine"); results land in $OUT (default ./gpu-run-out).
 #   tools/device/run-on-gpu.sh facts        ansible localhost -m nvidia_smi_facts, torch_cuda_facts,
 #                                           nvidia_kernel_module_facts, nvidia_pci_facts, cuda_init_facts
-#   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark with ARGS
+#   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark (the kindling_bench package) with ARGS
 #   tools/device/run-on-gpu.sh play FILE [ARGS]  ansible-playbook FILE -i inventories/preinstalled ARGS
 #   tools/device/run-on-gpu.sh fleet [ARGS]  tools/fleet_report.py -i inventories/preinstalled ARGS
 #                                           (verify.yml through ansible-runner; the report in $OUT/fleet)
@@ -40,7 +40,7 @@ case "$what" in
     ansible localhost -i inventories/preinstalled -m cuda_init_facts 2>&1 | tee "$OUT/cuda_init_facts.txt"
     ;;
   bench)
-    python3 roles/gpu_check/files/gpu_throughput.py "$@"
+    python3 roles/gpu_check/files/kindling_bench "$@"
     ;;
   play)
     with_ansible

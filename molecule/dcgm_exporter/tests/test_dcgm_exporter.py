@@ -81,8 +81,14 @@ def test_docker_and_toolkit_installed(host):
     assert host.package("docker.io").is_installed
     ctk = host.package("nvidia-container-toolkit")
     assert ctk.is_installed and ctk.version == "1.17.8-1"
-    src = host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").content_string
-    assert "signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg" in src
+    src = host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.sources").content_string
+    assert "\nSigned-By: /etc/apt/keyrings/nvidia-container-toolkit.gpg\n" in src
+    assert "\nSuites: /\n" in src
+    assert not host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").exists
+    # The pinned key alone, binary (apt reads armor only from .asc files).
+    keyring = host.file("/etc/apt/keyrings/nvidia-container-toolkit.gpg")
+    assert keyring.mode == 0o644
+    assert keyring.content and not keyring.content.startswith(b"-----BEGIN")
 
 
 def test_docker_daemon_has_the_nvidia_runtime(host):

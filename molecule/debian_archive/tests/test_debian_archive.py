@@ -158,3 +158,4 @@ def test_toolkit_environment_is_debians_layout(host):
     assert not host.file("/usr/local/cuda").exists
     assert not host.run("ls /etc/ld.so.conf.d/cuda-*.conf").stdout.strip()
     assert not host.file("/etc/apt/sources.list.d/cuda-debian12-x86_64.list").exists
+    assert not host.file("/etc/apt/sources.list.d/cuda-debian12-x86_64.sources").exists

@@ -29,7 +29,9 @@ def expected(host):
     return EXPECTED[host.backend.get_hostname()]
 
 
-REPO_FILE = "/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
+REPO_FILE = "/etc/apt/sources.list.d/cuda-debian12-x86_64.sources"
+# What earlier releases (and NVIDIA's cuda-keyring package) wrote; replaced by REPO_FILE.
+OLD_REPO_FILE = "/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
 KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 PIN = "/etc/apt/preferences.d/kindling-nvidia-driver"
 
@@ -37,10 +39,15 @@ PIN = "/etc/apt/preferences.d/kindling-nvidia-driver"
 def test_repository_entry_uses_signed_by(host):
     f = host.file(REPO_FILE)
     assert f.exists and f.mode == 0o644
-    lines = [ln for ln in f.content_string.splitlines() if ln.startswith("deb ")]
-    assert len(lines) == 1
-    assert lines[0].startswith(f"deb [signed-by={KEYRING}] http://127.0.0.1:")
-    assert lines[0].endswith("/compute/cuda/repos/debian12/x86_64/ /")
+    fields = dict(
+        line.split(": ", 1) for line in f.content_string.splitlines() if line and line[0] != "#"
+    )
+    assert fields["Types"] == "deb"
+    assert fields["Signed-By"] == KEYRING
+    assert fields["Suites"] == "/" and "Components" not in fields
+    assert fields["URIs"].startswith("http://127.0.0.1:")
+    assert fields["URIs"].endswith("/compute/cuda/repos/debian12/x86_64/")
+    assert not host.file(OLD_REPO_FILE).exists
 
 
 def test_keyring_holds_the_fixture_key(host):
