@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_state import decide, query_dpkg
+from ansible.module_utils.driver_state import decide, query_dpkg, read_secure_boot
 
 DOCUMENTATION = r"""
 ---
@@ -69,6 +69,12 @@ options:
     type: list
     elements: str
     default: []
+  efivars_path:
+    description:
+      - Where efivarfs is; its C(SecureBoot-*) variable says whether Secure Boot is on
+        (C(mokutil --sb-state) too, when installed). Returned as C(secure_boot).
+    type: path
+    default: /sys/firmware/efi/efivars
 attributes:
   check_mode:
     support: full
@@ -90,6 +96,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+secure_boot:
+  description: C(enabled), the C(source) that said so (efi variable, mokutil) and a C(detail).
+  returned: always
+  type: dict
 outcome:
   description: install, present or adopted.
   returned: always
@@ -134,6 +144,7 @@ def main() -> None:
             "adopt_any_branch": {"type": "bool", "default": False},
             "minimum": {"type": "str", "default": ""},
             "keep": {"type": "list", "elements": "str", "default": []},
+            "efivars_path": {"type": "path", "default": "/sys/firmware/efi/efivars"},
         },
         supports_check_mode=True,
     )
@@ -153,6 +164,7 @@ def main() -> None:
         adopt_any_branch=p["adopt_any_branch"],
         keep=p["keep"],
     )
+    result["secure_boot"] = read_secure_boot(module, p["efivars_path"])
     module.exit_json(changed=False, **result)
 
 

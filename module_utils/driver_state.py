@@ -24,6 +24,51 @@ from ansible.module_utils.gpu_compat import driver_branch, version_cmp
 FINISHED = ("installed", "not-installed", "config-files")
 
 
+SECURE_BOOT_VAR = "SecureBoot-"
+
+
+def secure_boot(efivar: Optional[bytes], mokutil_output: Optional[str]) -> Dict[str, Any]:
+    """Whether UEFI Secure Boot is on, from the SecureBoot EFI variable or ``mokutil --sb-state``.
+
+    The variable (efivarfs: 4 bytes of attributes, then the value) holds 1 when Secure Boot
+    is enforcing. mokutil says "SecureBoot enabled". Either one saying so is enough: a VM
+    without efivarfs may still have mokutil, and a host without mokutil still has the variable.
+    """
+    by_var = bool(efivar) and len(efivar) >= 5 and efivar[-1:] == b"\x01"
+    by_mokutil = bool(mokutil_output) and "SecureBoot enabled" in str(mokutil_output)
+    source = "efi variable" if by_var else "mokutil" if by_mokutil else None
+    if efivar is None and mokutil_output is None:
+        detail = (
+            "no SecureBoot EFI variable and no mokutil: taken as off (BIOS boot or a container)"
+        )
+    else:
+        detail = f"enabled ({source})" if source else "off"
+    return {"enabled": by_var or by_mokutil, "source": source, "detail": detail}
+
+
+def read_secure_boot(module: Any, efivars_path: str) -> Dict[str, Any]:
+    """secure_boot() from the host: the first SecureBoot-* variable, and mokutil if installed."""
+    import os
+
+    efivar = None
+    try:
+        names = sorted(n for n in os.listdir(efivars_path) if n.startswith(SECURE_BOOT_VAR))
+    except OSError:
+        names = []
+    if names:
+        try:
+            with open(os.path.join(efivars_path, names[0]), "rb") as handle:
+                efivar = handle.read()
+        except OSError:
+            efivar = None
+    mokutil_output = None
+    mokutil = module.get_bin_path("mokutil")
+    if mokutil:
+        _rc, out, err = module.run_command([mokutil, "--sb-state"])
+        mokutil_output = (out or "") + (err or "")
+    return secure_boot(efivar, mokutil_output)
+
+
 def query_dpkg(module: Any, names: List[str]) -> Dict[str, Dict[str, Any]]:
     """Run ``dpkg-query -W`` for ``names`` through an AnsibleModule; parse_dpkg_status() of it.
 

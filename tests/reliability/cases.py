@@ -204,7 +204,7 @@ CASES: List[Dict[str, object]] = [
             "dcgm_exporter_nvidia_repo_url": f"{FIXTURE}/compute/cuda/repos/debian12/x86_64/",
             "dcgm_exporter_nvidia_repo_key_url": f"{FIXTURE}/keys/wrong-archive-keyring.gpg",
         },
-        "expect": "expected C95B321B61E88C1809C4F759DDCAE044F796ECB0 (dcgm_exporter_nvidia_repo_key_fingerprint). It was not installed and apt was not told to trust it.",
+        "expect": "expected C95B321B61E88C1809C4F759DDCAE044F796ECB0 (dcgm_exporter_nvidia_repo_key_fingerprint). It was not installed and apt was not told to trust it; nothing on the host was changed.",
         "site": False,
         "site_why": "the key's fingerprint is known only once the dcgm_exporter stage (stage 7) has "
         "downloaded it; stage 1 downloads nothing, so through site.yml this would be refused only "

@@ -37,8 +37,11 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
     assert "cuda-drivers-580, nvidia-driver, nvidia-kernel-dkms at 580.*" in output
     assert "install cuda-toolkit-13-0" in output
     assert (
-        "TASK [nvidia_driver : Write the repository entry, trusted with that keyring only]"
-        in output
+        "TASK [nvidia_driver : Trust NVIDIA's CUDA repository with its pinned key only, "
+        "tried in a scratch apt first] " in output
     )
+    # --diff shows the deb822 source it would write (apt_signed_repository's diff).
+    assert "/etc/apt/sources.list.d/cuda-debian12-x86_64.sources" in output
+    assert "Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg" in output
     assert "TASK [conda_pytorch :" in output and "TASK [jupyter :" in output
     assert before == after, "site.yml --check changed the host:\n" + snapshot_diff(before, after)

@@ -13,7 +13,12 @@ import stat
 import nvidia_driver_state
 import pytest
 from ansible.module_utils import stack_plan as sp
-from ansible.module_utils.driver_state import decide, parse_dpkg_status, verify_problem
+from ansible.module_utils.driver_state import (
+    decide,
+    parse_dpkg_status,
+    secure_boot,
+    verify_problem,
+)
 from ansible.module_utils.testing import patch_module_args
 
 DPKG_LINES = [
@@ -493,3 +498,45 @@ def test_the_reboot_plan_module_reads_the_record(tmp_path, capsys, monkeypatch):
     with patch_module_args(args), pytest.raises(SystemExit):
         module.main()
     assert json.loads(capsys.readouterr().out)["reboot_needed"] is False
+
+
+# ---------------------------------------------------------------------------
+# Secure Boot, read by nvidia_driver_state (the EFI variable, or mokutil)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "efivar, mokutil, enabled, source",
+    [
+        (b"\x06\x00\x00\x00\x01", None, True, "efi variable"),
+        (b"\x06\x00\x00\x00\x00", None, False, None),
+        (None, "SecureBoot enabled\n", True, "mokutil"),
+        (None, "SecureBoot disabled\nPlatform is in Setup Mode\n", False, None),
+        (b"\x06\x00\x00\x00\x00", "SecureBoot enabled", True, "mokutil"),
+        (b"\x01", None, False, None),  # too short to be the variable: not trusted
+        (None, None, False, None),
+    ],
+)
+def test_secure_boot_from_the_variable_or_mokutil(efivar, mokutil, enabled, source):
+    state = secure_boot(efivar, mokutil)
+    assert state["enabled"] is enabled and state["source"] == source
+    if efivar is None and mokutil is None:
+        assert "taken as off" in state["detail"]
+
+
+def test_module_reads_the_secure_boot_variable(fake_dpkg_query, tmp_path, capsys, monkeypatch):
+    fake_dpkg_query(rc=1)  # its PATH has no mokutil
+    efivars = tmp_path / "efivars"
+    efivars.mkdir()
+    (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(
+        b"\x06\x00\x00\x00\x01"
+    )
+    failed, result = run_module(dict(MODULE_ARGS, efivars_path=str(efivars)), capsys)
+    assert not failed
+    assert result["secure_boot"] == {
+        "enabled": True,
+        "source": "efi variable",
+        "detail": "enabled (efi variable)",
+    }
+    failed, result = run_module(dict(MODULE_ARGS, efivars_path=str(tmp_path / "none")), capsys)
+    assert result["secure_boot"]["enabled"] is False

@@ -148,3 +148,80 @@ def test_lock_from_another_controller_needs_site_lock_break(tmp_path):
     taken = _run(_playbook(tmp_path, 0), "-e", "site_lock_break=true")
     assert taken.returncode == 0, taken.stdout
     assert "site_lock_break is true" in " ".join(taken.stdout.split())
+
+
+# ---------------------------------------------------------------------------
+# module_utils/site_lock.py, in process with a fake clock
+# ---------------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self, start: float = 1_000_000.0):
+        self.now = start
+        self.slept: list = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _take(lock: Path, clock: _Clock, run_id: str = "new", **kw):
+    from ansible.module_utils import site_lock as sl
+
+    defaults = {"wait_seconds": 0, "stale_after": 10800}
+    defaults.update(kw)
+    return sl.take(
+        str(lock),
+        {"run_id": run_id, "epoch": int(clock.now)},
+        clock=clock,
+        sleep=clock.sleep,
+        **defaults,
+    )
+
+
+def test_take_a_free_lock_and_release_it_only_as_its_holder(tmp_path):
+    from ansible.module_utils import site_lock as sl
+
+    lock = tmp_path / "sub" / "site.lock"
+    clock = _Clock()
+    assert _take(lock, clock) == {"taken": True, "took_over": None, "holder": None, "age": None}
+    assert oct(lock.stat().st_mode & 0o777) == "0o700"
+    assert json.loads((lock / "owner.json").read_text())["run_id"] == "new"
+    assert _take(lock, clock)["taken"]  # the same run again: it holds it already
+    assert sl.release(str(lock), "another") is False and lock.exists()
+    assert sl.release(str(lock), "new") is True and not lock.exists()
+
+
+def test_a_held_lock_is_waited_for_then_refused(tmp_path):
+    clock = _Clock()
+    lock = _stale_lock(tmp_path, epoch=int(clock.now) - 100)
+    result = _take(lock, clock, wait_seconds=12)
+    assert result["taken"] is False and result["holder"]["run_id"] == "old-run"
+    assert result["age"] == 112 and clock.slept == [5.0, 5.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "kw, epoch_ago, reason",
+    [
+        ({"break_lock": True}, 10, "site_lock_break is true"),
+        ({"dead_runs": ["old-run"]}, 10, "its ansible-playbook process on this controller is gone"),
+        ({}, 10800, "older than site_lock_stale_after"),
+    ],
+)
+def test_a_held_lock_is_taken_over_only_for_a_reason(tmp_path, kw, epoch_ago, reason):
+    clock = _Clock()
+    lock = _stale_lock(tmp_path, epoch=int(clock.now) - epoch_ago)
+    result = _take(lock, clock, **kw)
+    assert result["taken"] and result["took_over"] == reason
+    assert json.loads((lock / "owner.json").read_text())["run_id"] == "new"
+
+
+def test_a_lock_without_owner_json_is_an_unknown_run_and_stale(tmp_path):
+    lock = tmp_path / "site.lock"
+    lock.mkdir()
+    result = _take(lock, _Clock())
+    assert result["took_over"] == "older than site_lock_stale_after"
+    assert result["holder"]["run_id"] == "unknown (no owner.json)"

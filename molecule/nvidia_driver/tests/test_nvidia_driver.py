@@ -50,6 +50,21 @@ def test_repository_entry_uses_signed_by(host):
     assert not host.file(OLD_REPO_FILE).exists
 
 
+def test_earlier_sources_are_gone_and_apt_is_clean(host):
+    # prepare.yml left an earlier one-line source, the retired machine-learning repository
+    # and an apt-key entry for the same URL; none is left, and apt reads its sources cleanly.
+    for name in ("cuda-debian12-x86_64.list", "nvidia-ml.list", "cuda-apt-key.list"):
+        assert not host.file(f"/etc/apt/sources.list.d/{name}").exists, name
+    update = host.run("LC_ALL=C apt-get update 2>&1")
+    assert update.rc == 0, update.stdout
+    ours = [
+        ln
+        for ln in update.stdout.splitlines()
+        if ln.startswith(("W:", "E:")) and ("compute/" in ln or "Signed-By" in ln)
+    ]
+    assert not ours, update.stdout
+
+
 def test_keyring_holds_the_fixture_key(host):
     f = host.file(KEYRING)
     assert f.exists and f.user == "root" and f.mode == 0o644
