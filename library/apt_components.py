@@ -20,7 +20,7 @@ description:
   - Returns the deb822 content of a file that adds exactly those, each stanza with the
     C(Signed-By) of the entry it extends (no new trust).
   - With O(dest), the module is the whole step, in one call from either role (nvidia_driver
-    for the distribution's driver, cuda for its toolkit): it fails before any change when
+    for the distribution's driver, cuda for its toolkit), and it fails before any change when
     no entry of the suites is enabled, or when components are missing and O(enable) is
     false; otherwise it writes O(dest) (or removes it once nothing is missing without it)
     and updates apt's package index after a change.

@@ -21,6 +21,8 @@ from ansible.module_utils.signed_repository import (
     fetch_message,
     mismatch_message,
     render_source,
+    signed_by_conflicts,
+    signed_by_message,
     summary,
     trial_argv,
     trial_message,
@@ -43,10 +45,13 @@ description:
     directory with the candidate source and keyring only. A wrong or rotated key
     (C(NO_PUBKEY)), an unreachable repository or a URL that is not a repository stops the
     run there, before apt's own sources, keyrings or package lists are touched.
+  - Another file listing the same URL and suite with another C(Signed-By) stops the run
+    before any change too, because apt refuses one URL with two Signed-By values and would then read
+    no source at all.
   - Then the keyring and the deb822 source (O(dest)) are written, the files in O(replaces)
     removed, and apt's package index updated.
   - Decisions and messages are in module_utils/signed_repository.py, with pytest cases.
-  - C(ansible.builtin.deb822_repository) is not used: it cannot check a key's fingerprint,
+  - C(ansible.builtin.deb822_repository) is not used, as it cannot check a key's fingerprint,
     nor try a source before writing it, and it needs python3-debian on the host.
 version_added: "0.7.0"
 author:
@@ -103,7 +108,7 @@ options:
     description:
       - Remove other files in C(/etc/apt/sources.list.d) whose every entry is for O(uris)
         without C(Signed-By) (trusted through apt-key, the pre-2022 way, which apt refuses
-        beside a signed-by entry). A file that lists other repositories too is never edited:
+        beside a signed-by entry). A file that lists other repositories too is never edited;
         the module fails, naming it. Entries with another C(Signed-By) are left alone.
     type: bool
     default: true
@@ -397,6 +402,16 @@ def main() -> None:
             )
         key = keyring(data, wanted)
         result["keyring_changed"] = key != current_keyring
+
+    others = signed_by_conflicts(
+        read_sources(p["etc_apt"]),
+        p["uris"],
+        p["suites"],
+        p["keyring"],
+        skip=[p["dest"], *p["replaces"]],
+    )
+    if others:
+        module.fail_json(msg=signed_by_message(name, p["uris"], p["keyring"], others), **result)
 
     if (result["keyring_changed"] or source_changed) and p["trial"]:
         result["trial"] = run_trial(module, key, source_for)

@@ -17,7 +17,7 @@ description:
     carries Kindling's run tag (module_utils/cloud_plan.py); instances without it are
     never in the answer, so the sweeper can not touch them.
   - A spot instance gone before Kindling released it is C(interrupted), not failed.
-  - C(expired) lists the live instances past their C(kindling-expires) tag: the ones the
+  - C(expired) lists the live instances past their C(kindling-expires) tag, the ones the
     sweeper terminates.
   - Reads only; supports check mode.
 version_added: "0.5.0"

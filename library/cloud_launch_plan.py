@@ -14,7 +14,7 @@ module: cloud_launch_plan
 short_description: Check the kindling_cloud_* inputs and the credentials, then plan the run
 description:
   - Runs on the controller before anything is launched. Checks every C(kindling_cloud_*)
-    input against the provider's data file (data/cloud_aws.yml, passed as I(catalogue)):
+    input against the provider's data file (data/cloud_aws.yml, passed as I(catalogue)), for
     a known instance type, a count within the cap, a price above zero, the key pair's
     name, the controller's address; then that AWS credentials can be found (the
     environment, a profile or the shared files), without ever returning them.

@@ -18,8 +18,8 @@ description:
     succeeds, C(cuDriverGetVersion) and C(cuDeviceGetCount) (module_utils/cuda_init.py).
   - Sets C(ansible_facts.cuda_init) with C(state) (C(ok), C(failed), C(no_library),
     C(timeout), C(error)), the CUDA error's code, name and description, the host-side fix
-    the vendor catalogue knows for it (C(CUDA_ERROR_SYSTEM_NOT_READY), 802: the fabric
-    manager), and a one-line message.
+    the vendor catalogue knows for it (C(CUDA_ERROR_SYSTEM_NOT_READY), 802, is the fabric
+    manager's), and a one-line message.
   - nvidia-smi can list every GPU while CUDA fails (an NVSwitch host without its fabric
     manager); this is the check that tells.
   - Never changes the host; runs the same way in check mode.

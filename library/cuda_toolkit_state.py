@@ -15,7 +15,7 @@ short_description: Decide which CUDA toolkits are present and which the cuda rol
 description:
   - Asks each wanted toolkit's C(nvcc --version) (read-only) and decides with
     module_utils/toolkit_state.py where each nvcc is, which toolkits are present (their
-    nvcc reports the release: installed earlier, or preinstalled) and which are missing.
+    nvcc reports the release, installed earlier or preinstalled) and which are missing.
   - Returns each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN
     header, from gpu_stack_check's results (the vendor catalogue's names).
   - Never changes the host; runs the same way in check mode.

@@ -14,7 +14,7 @@ description:
   - With O(results_file) (the C(results_file) of an async M(gpu_throughput) task) it also
     says whether the measurement has finished, so that a task can poll it with C(until).
     The gpu_check role prints the line at every poll (callback C(kindling_progress)).
-  - Read-only: C(changed) is always false, and it never fails for a missing file.
+  - Read-only. C(changed) is always false, and it never fails for a missing file.
 version_added: "0.1.0"
 author:
   - Kindling maintainers

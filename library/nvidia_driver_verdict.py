@@ -15,7 +15,7 @@ description:
     with module_utils/driver_state.py's C(verify_problem), and returns one message, empty
     when the driver works.
   - nvidia-smi missing, nvidia-smi failing, or a driver of another branch than the one asked
-    for (unless adopted: the old module is still loaded) are problems; each message says
+    for (unless adopted; the old module is still loaded) are problems; each message says
     where the kernel module stands and whether a reboot is pending.
   - Reads only; supports check mode.
 version_added: "0.6.0"

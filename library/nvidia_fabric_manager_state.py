@@ -43,7 +43,7 @@ options:
     default: ""
   packages:
     description:
-      - The fabric manager packages (gpu_stack_check's C(packages.fabric_manager)). Empty:
+      - The fabric manager packages (gpu_stack_check's C(packages.fabric_manager)). Empty means
         the catalogue's names for the driver's branch (verify run on its own, without the
         stage's plan).
     type: list

@@ -225,3 +225,38 @@ def conflict_message(name: str, uris: str, kept: Sequence[str]) -> str:
         "one for the same URL. "
         "Nothing was changed. Remove that line from the file, then run again."
     )
+
+
+def signed_by_conflicts(
+    entries: Sequence[Dict],
+    uris: str,
+    suites: Sequence[str],
+    keyring_path: str,
+    skip: Sequence[str] = (),
+) -> List[str]:
+    """Files with an enabled entry for the same URL and suite trusted with another keyring.
+
+    apt refuses to read its sources at all then ("Conflicting values set for option
+    Signed-By"), so the module stops before writing instead of leaving apt broken. ``skip``:
+    the source itself and the files it replaces.
+    """
+    found = []
+    for entry in entries:
+        if entry["path"] in skip or not entry.get("enabled", True):
+            continue
+        if not any(_same_uri(u, uris) for u in entry["uris"]):
+            continue
+        if not set(entry.get("suites") or []) & set(suites):
+            continue
+        if entry["signed_by"] and entry["signed_by"] != keyring_path:
+            found.append(f"{entry['path']} (Signed-By: {entry['signed_by']})")
+    return sorted(set(found))
+
+
+def signed_by_message(name: str, uris: str, keyring_path: str, found: Sequence[str]) -> str:
+    return (
+        f"{', '.join(found)} already lists {name} {uris} trusted with another keyring than "
+        f"{keyring_path}; apt refuses one URL with two Signed-By values and would then read no "
+        "source at all. Nothing was changed. Use one keyring for that URL, or give this "
+        "repository its own URL."
+    )

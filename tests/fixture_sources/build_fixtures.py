@@ -136,6 +136,7 @@ STANDIN_TORCH_WHEEL = (
 CUDA_ONLY_REQUIREMENT = re.compile(r"^(nvidia[-_.]|triton\b)", re.IGNORECASE)
 
 APT_REPO_PATH = "compute/cuda/repos/debian12/x86_64"
+CONTAINER_TOOLKIT_REPO_PATH = "libnvidia-container/stable/deb/amd64"
 CUDNN_REDIST_ROOT = "compute/cudnn/redist"
 CUDNN_REDIST_PATH = f"{CUDNN_REDIST_ROOT}/cudnn/linux-x86_64"
 WHEEL_INDEX_PATH = "whl/cpu"
@@ -2564,6 +2565,13 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
         rotated = srv / ROTATED_REPO_PREFIX / APT_REPO_PATH
         build_apt_repo(debs, rotated, out, keys, armored, signer="wrong")
         verify_repo(rotated, srv / "keys" / WRONG_KEYRING_NAME)
+        # NVIDIA serves the Container Toolkit from another URL than the CUDA repository
+        # (nvidia.github.io/libnvidia-container/stable/deb/<arch>); the fixture serves the same
+        # flat repository there too, so that a host trusting both (each with its own keyring)
+        # has two URLs, as a real one does: apt refuses one URL with two Signed-By values.
+        toolkit = srv / CONTAINER_TOOLKIT_REPO_PATH
+        toolkit.parent.mkdir(parents=True, exist_ok=True)
+        toolkit.symlink_to(os.path.relpath(repo, toolkit.parent), target_is_directory=True)
         repos = {PRIMARY_REPO: repo}
         for repo_id in FIXTURE_REPOS:
             if repo_id == PRIMARY_REPO:

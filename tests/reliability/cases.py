@@ -201,7 +201,7 @@ CASES: List[Dict[str, object]] = [
             "dcgm_exporter_mode": "container",
             "dcgm_exporter_docker_source": "distro",
             "dcgm_exporter_image_digest": "sha256:" + "0" * 64,
-            "dcgm_exporter_nvidia_repo_url": f"{FIXTURE}/compute/cuda/repos/debian12/x86_64/",
+            "dcgm_exporter_nvidia_repo_url": f"{FIXTURE}/libnvidia-container/stable/deb/amd64/",
             "dcgm_exporter_nvidia_repo_key_url": f"{FIXTURE}/keys/wrong-archive-keyring.gpg",
         },
         "expect": "expected C95B321B61E88C1809C4F759DDCAE044F796ECB0 (dcgm_exporter_nvidia_repo_key_fingerprint). It was not installed and apt was not told to trust it; nothing on the host was changed.",

@@ -318,13 +318,31 @@ def test_earlier_files_and_unsigned_entries_for_the_url_are_removed(
     (parts / "test.list").write_text(f"deb [signed-by=/old.gpg] {url} /\n")
     (parts / "apt-key-era.list").write_text(f"deb {url} /\n")
     (parts / "someone-else.sources").write_text(
-        f"Types: deb\nURIs: {url}\nSuites: /\nSigned-By: /their.gpg\n"
+        f"Types: deb\nURIs: {world['base']}/other/\nSuites: /\nSigned-By: /their.gpg\n"
     )
     args = _args(world, etc_apt, tmp_path, replaces=[str(parts / "test.list")])
     failed, result = run(args, capsys)
     assert not failed, result
     assert sorted(result["removed"]) == [str(parts / "apt-key-era.list"), str(parts / "test.list")]
     assert sorted(p.name for p in parts.iterdir()) == ["someone-else.sources", "test.sources"]
+
+
+def test_the_same_url_with_another_keyring_is_refused_before_apt_breaks(
+    world, etc_apt, tmp_path, capsys
+):
+    other = etc_apt / "sources.list.d" / "other.sources"
+    url = f"{world['base']}/good/"
+    other.write_text(f"Types: deb\nURIs: {url}\nSuites: /\nSigned-By: /usr/share/keyrings/x.gpg\n")
+    before = _tree(tmp_path)
+    failed, result = run(_args(world, etc_apt, tmp_path), capsys)
+    assert failed
+    assert f"{other} (Signed-By: /usr/share/keyrings/x.gpg) already lists" in result["msg"]
+    assert "apt refuses one URL with two Signed-By values" in result["msg"]
+    assert _tree(tmp_path) == before
+    # Another URL on the same server, the way the Container Toolkit's differs: no conflict.
+    other.write_text(f"Types: deb\nURIs: {world['base']}/else/\nSuites: /\nSigned-By: /x.gpg\n")
+    failed, result = run(_args(world, etc_apt, tmp_path), capsys)
+    assert not failed, result
 
 
 def test_an_unsigned_entry_beside_other_repositories_is_refused_not_edited(
