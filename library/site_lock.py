@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.site_lock import read_owner, release, take
+from ansible.module_utils.site_lock import release, take
 
 DOCUMENTATION = r"""
 ---
@@ -122,8 +122,6 @@ def main() -> None:
         take(p["path"], owner, p["wait_seconds"], p["stale_after"], p["break_lock"], p["dead_runs"])
     )
     result["released"] = False
-    if not result["taken"] and not result["holder"]:
-        result["holder"] = read_owner(p["path"])
     module.exit_json(**result)
 
 

@@ -122,8 +122,31 @@ def read_sources(etc_apt: str = "/etc/apt", exclude: Iterable[str] = ()) -> List
     return entries
 
 
-def _uri(uri: str) -> str:
+def normalize_uri(uri: str) -> str:
+    """A URI as apt compares them: a trailing slash makes no other source."""
     return uri.rstrip("/")
+
+
+def stanza(
+    uris: str,
+    suites: Iterable[str],
+    components: Iterable[str],
+    signed_by: str,
+    architectures: Iterable[str] = (),
+) -> str:
+    """One deb822 stanza. A multi-line Signed-By (an inline key) is written as continuation
+    lines; a flat repository (suite ``/``) has no Components field."""
+    suites, components, architectures = list(suites), list(components), list(architectures)
+    lines = ["Types: deb", f"URIs: {uris}", f"Suites: {' '.join(suites)}"]
+    if components:
+        lines.append(f"Components: {' '.join(components)}")
+    if architectures:
+        lines.append(f"Architectures: {' '.join(architectures)}")
+    if signed_by and "\n" in signed_by:
+        lines.append("Signed-By:" + "".join(f"\n {ln}" for ln in signed_by.split("\n") if ln))
+    elif signed_by:
+        lines.append(f"Signed-By: {signed_by}")
+    return "\n".join(lines)
 
 
 def missing_components(
@@ -137,10 +160,10 @@ def missing_components(
             continue
         for uri in entry["uris"]:
             for suite in entry["suites"]:
-                key = (_uri(uri), suite)
+                key = (normalize_uri(uri), suite)
                 have.setdefault(key, set()).update(entry["components"])
                 if suite in suites and "main" in entry["components"]:
-                    bases.append((_uri(uri), suite, entry["signed_by"]))
+                    bases.append((normalize_uri(uri), suite, entry["signed_by"]))
     out: List[Dict[str, Any]] = []
     seen = set()
     for uri, suite, signed_by in bases:
@@ -162,21 +185,10 @@ def render_deb822(missing: List[Dict[str, Any]], header: str = "") -> str:
     groups: Dict[Tuple[str, str, Tuple[str, ...]], List[str]] = {}
     for m in missing:
         groups.setdefault((m["uri"], m["signed_by"], tuple(m["missing"])), []).append(m["suite"])
-    blocks = []
-    for (uri, signed_by, comps), suites in groups.items():
-        lines = [
-            "Types: deb",
-            f"URIs: {uri}",
-            f"Suites: {' '.join(suites)}",
-            f"Components: {' '.join(comps)}",
-        ]
-        if signed_by and "\n" in signed_by:
-            # An inline key: written back as deb822 continuation lines, so that the new
-            # stanza's Signed-By equals the entry's (apt refuses differing values).
-            lines.append("Signed-By:" + "".join(f"\n {ln}" for ln in signed_by.split("\n") if ln))
-        elif signed_by:
-            lines.append(f"Signed-By: {signed_by}")
-        blocks.append("\n".join(lines))
+    # The stanza reuses the entry's Signed-By, an inline key too, so that apt sees one value.
+    blocks = [
+        stanza(uri, suites, comps, signed_by) for (uri, signed_by, comps), suites in groups.items()
+    ]
     text = "\n\n".join(blocks) + "\n"
     return (header.rstrip("\n") + "\n" if header else "") + text
 

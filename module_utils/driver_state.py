@@ -16,6 +16,7 @@ Runs on target hosts: Python 3.8, standard library only.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from typing import Any, Dict, List, Optional
 
@@ -48,8 +49,6 @@ def secure_boot(efivar: Optional[bytes], mokutil_output: Optional[str]) -> Dict[
 
 def read_secure_boot(module: Any, efivars_path: str) -> Dict[str, Any]:
     """secure_boot() from the host: the first SecureBoot-* variable, and mokutil if installed."""
-    import os
-
     efivar = None
     try:
         names = sorted(n for n in os.listdir(efivars_path) if n.startswith(SECURE_BOOT_VAR))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence
 
+from ansible.module_utils.apt_sources import normalize_uri, stanza
+
 FLAT_SUITE = "/"
 
 # apt's own words for a key it does not have, and for a signature by the wrong key.
@@ -62,14 +64,8 @@ def render_source(
         raise ValueError("a flat repository (suite '/') has no components")
     if FLAT_SUITE not in suites and not components:
         raise ValueError(f"suites {suites} need components (main, stable, ...)")
-    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
-    lines += ["Types: deb", f"URIs: {uris}", f"Suites: {' '.join(suites)}"]
-    if components:
-        lines.append(f"Components: {' '.join(components)}")
-    if architectures:
-        lines.append(f"Architectures: {' '.join(architectures)}")
-    lines.append(f"Signed-By: {signed_by}")
-    return "\n".join(lines) + "\n"
+    comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return comments + stanza(uris, suites, components, signed_by, architectures) + "\n"
 
 
 def trial_argv(scratch: str) -> List[str]:
@@ -181,10 +177,6 @@ def summary(changes: Dict[str, bool], removed: Sequence[str]) -> List[str]:
     return words
 
 
-def _same_uri(a: str, b: str) -> bool:
-    return a.rstrip("/") == b.rstrip("/")
-
-
 def conflicting_files(entries: Sequence[Dict], uris: str, dest: str):
     """Other files that trust this URL the pre-2022 way: an entry with no ``Signed-By``.
 
@@ -207,7 +199,7 @@ def conflicting_files(entries: Sequence[Dict], uris: str, dest: str):
             for e in file_entries
             if e.get("enabled", True)
             and not e["signed_by"]
-            and any(_same_uri(u, uris) for u in e["uris"])
+            and any(normalize_uri(u) == normalize_uri(uris) for u in e["uris"])
         ]
         if not unsigned:
             continue
@@ -244,7 +236,7 @@ def signed_by_conflicts(
     for entry in entries:
         if entry["path"] in skip or not entry.get("enabled", True):
             continue
-        if not any(_same_uri(u, uris) for u in entry["uris"]):
+        if not any(normalize_uri(u) == normalize_uri(uris) for u in entry["uris"]):
             continue
         if not set(entry.get("suites") or []) & set(suites):
             continue

@@ -1527,7 +1527,7 @@ CATALOGUE = json.loads(
    "3bf863cc": {
     "fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
     "file": "3bf863cc.pub",
-    "source": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' (2022-04-27) and NVIDIA/cuda-repo-management#4: deb repositories signed by 3bf863cc (fingerprint EB693B3035CD5710E231E123A4B469963BF863CC, published as <distro>/<arch>/3bf863cc.pub) since the rotation from 7fa2af80; CUDA installation guide for Linux, network repository installation (developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/)"
+    "source": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' and NVIDIA/cuda-repo-management#4 (rotation from 7fa2af80 beginning 2022-04-27): deb repositories signed by 3bf863cc, published as <distro>/<arch>/3bf863cc.pub; NVIDIA's driver installation guide (deb repositories use 3bf863cc); the cuda-repo-management README's GPG key table (debian12 3bf863cc; debian13 8793F200); the full fingerprint EB693B3035CD5710E231E123A4B469963BF863CC as public installers pin it for 3bf863cc.pub (found by code search, e.g. a Chef recipe's apt_keyring 'cudatools <cudatools@nvidia.com>'), and as Kindling's openpgp.py computes it from the key NVIDIA serves"
    }
   }
  },
@@ -3237,7 +3237,7 @@ CATALOGUE = json.loads(
   ]
  },
  "sources": {
-  "cuda_repo_keys": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' (2022-04-27) and NVIDIA/cuda-repo-management#4: deb repositories signed by 3bf863cc (fingerprint EB693B3035CD5710E231E123A4B469963BF863CC, published as <distro>/<arch>/3bf863cc.pub) since the rotation from 7fa2af80; CUDA installation guide for Linux, network repository installation (developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/)",
+  "cuda_repo_keys": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' and NVIDIA/cuda-repo-management#4 (rotation from 7fa2af80 beginning 2022-04-27): deb repositories signed by 3bf863cc, published as <distro>/<arch>/3bf863cc.pub; NVIDIA's driver installation guide (deb repositories use 3bf863cc); the cuda-repo-management README's GPG key table (debian12 3bf863cc; debian13 8793F200); the full fingerprint EB693B3035CD5710E231E123A4B469963BF863CC as public installers pin it for 3bf863cc.pub (found by code search, e.g. a Chef recipe's apt_keyring 'cudatools <cudatools@nvidia.com>'), and as Kindling's openpgp.py computes it from the key NVIDIA serves",
   "cuda_keyring_path": "NVIDIA's cuda-keyring 1.1-1 package (NVIDIA/ansible-role-nvidia-driver PR #88; CUDA installation guide): installs /usr/share/keyrings/cuda-archive-keyring.gpg and a source signed-by it",
   "ctk_table3": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)",
   "ctk_table2": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)",

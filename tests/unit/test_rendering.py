@@ -868,24 +868,6 @@ def content_lines(text: str) -> List[str]:
     return [line for line in LINE_BREAK.split(text) if line.strip() and not line.startswith("#")]
 
 
-def confined_apt_list(text: str, twin: str, allowed: Sequence[Any], **_: Any) -> List[str]:
-    lines, twin_lines = content_lines(text), content_lines(twin)
-    if len(lines) != 1:
-        return [f"{len(lines)} source lines instead of one: {lines!r}"]
-    fields, twin_fields = lines[0].split(), twin_lines[0].split()
-    why = []
-    if len(fields) != len(twin_fields) or fields[0] != "deb" or fields[-1] != "/":
-        why.append(f"the line is not 'deb [signed-by=...] URL /': {lines[0]!r}")
-    elif not re.fullmatch(r"\[signed-by=[^\s\]]+\]", fields[1]):
-        why.append(f"the options are not one signed-by: {fields[1]!r}")
-    if "#" in lines[0]:
-        why.append(f"apt would read a comment in {lines[0]!r}")
-    for index, (ours, theirs) in enumerate(zip(fields, twin_fields)):
-        if ours != theirs and index not in allowed:
-            why.append(f"the value reached field {index}: {ours!r}")
-    return why
-
-
 def parse_prefs(text: str) -> Tuple[List[List[Tuple[str, str]]], List[str]]:
     stanzas: List[List[Tuple[str, str]]] = [[]]
     bad = []
@@ -1080,7 +1062,6 @@ CHECKS: Dict[str, Callable[..., List[str]]] = {
     "env": confined_env,
     "json": confined_json,
     "yaml": confined_yaml,
-    "apt_list": confined_apt_list,
     "apt_prefs": confined_apt_prefs,
     "csv": confined_csv,
     "lines": confined_lines,
@@ -1266,13 +1247,6 @@ def test_the_checks_catch_what_a_loose_shape_lets_through(
         (confined_json, '{"a": "x"', '{"a": "y"}', [("a",)], "not JSON"),
         (confined_yaml, "a: [x, y]", "a: [x]", [("a",)], "structure"),
         (confined_env, "A=1\nB=2", "A=1\nB=3", ["A"], "reached B"),
-        (
-            confined_apt_list,
-            "deb [signed-by=/k] http://x / #",
-            "deb [signed-by=/k] http://y /",
-            [2],
-            "comment",
-        ),
         (
             confined_apt_prefs,
             "Explanation: x\nPackage: p\nPin: version 1 2\nPin-Priority: 1001",
