@@ -75,6 +75,7 @@ CPU_ARGS = [
     "--windows", "2",
     "--threads", "1",
     "--modes", "fp32,tf32,amp_fp16,amp_bf16_cl,ddp",
+    "--cudnn-heuristics", "amp_bf16_cl",
     "--probes", "h2d,matmul,input_pipeline",
     "--ddp-backend", "gloo",
     "--world-size", "2",
@@ -110,6 +111,7 @@ MODE_KEYS = {
     "first_step_seconds": (float, type(None)),
     "compile_seconds": (float, type(None)),
     "compile_mode": (str, type(None)),
+    "cudnn_algorithms": (str, type(None)),
     "tf32_state": (dict, type(None)),
     "notes": list,
 }
@@ -254,9 +256,14 @@ def test_measured_modes_have_plausible_numbers(report: Dict[str, Any]) -> None:
     assert fp32["peak_memory_mib"] is None  # CPU: no CUDA allocator to ask
     assert fp32["mfu"] is not None and fp32["mfu"] > 0  # --peak-tflops fp32=1
     assert fp32["optimizer_impl"] in ("fused", "foreach")
+    # --cudnn-heuristics amp_bf16_cl: what torch was set to, read back by the measurement.
+    assert fp32["cudnn_algorithms"] == "autotune"
+    assert report["config"]["cudnn_heuristic_modes"] == ["amp_bf16_cl"]
+    assert report["modes"]["amp_fp16"]["cudnn_algorithms"] is None  # skipped on CPU
     bf16 = report["modes"]["amp_bf16_cl"]
     if report["environment"]["bf16_supported"]:
         assert bf16["status"] == "ok", bf16["reason"]
+        assert bf16["cudnn_algorithms"] == "heuristics"
         assert bf16["img_s"] > 0 and bf16["amp_dtype"] == "bf16" and bf16["channels_last"]
     else:
         assert bf16["status"] == "skipped" and bf16["reason"]
@@ -612,6 +619,18 @@ def test_profiles(program: Any) -> None:
     # cuDNN's autotune is torch's default unless asked: fewer algorithms, faster first
     # steps, slower fp32 (docs/BENCHMARKS.md); 0 tries them all.
     assert quick["cudnn_benchmark_limit"] is None and full["cudnn_benchmark_limit"] is None
+    # The quick profile's fp16 modes take cuDNN's heuristic choice (the same img/s on the
+    # H200 without a first run's kernel compiles); fp32 and the full profile autotune.
+    assert quick["cudnn_heuristic_modes"] == ["amp_fp16", "amp_fp16_cl"]
+    assert full["cudnn_heuristic_modes"] == []
+    assert (
+        cli.resolve_plan(parser.parse_args(["--cudnn-heuristics", "none"]))["cudnn_heuristic_modes"]
+        == []
+    )
+    chosen = cli.resolve_plan(parser.parse_args(["--cudnn-heuristics", "seed_recipe,fp32"]))
+    assert chosen["cudnn_heuristic_modes"] == ["fp32", "amp_fp16"]
+    with pytest.raises(ValueError, match="unknown mode 'fp33'"):
+        cli.resolve_plan(parser.parse_args(["--cudnn-heuristics", "fp33"]))
     limited = cli.resolve_plan(parser.parse_args(["--cudnn-benchmark-limit", "0"]))
     assert limited["cudnn_benchmark_limit"] == 0
     explicit = cli.resolve_plan(

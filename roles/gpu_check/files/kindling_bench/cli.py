@@ -24,16 +24,18 @@ from .reference import flop_per_image
 from .report import run
 
 PROFILES: Dict[str, Dict[str, Any]] = {
-    # Judges a host in well under 90 s on an H200: the seed's FP32 and AMP rows plus the
+    # Judges a host in about 35 s on an H200: the seed's FP32 and AMP rows plus the
     # fastest eager mode that every tensor-core GPU (V100 included) can run.
     "quick": {
         "modes": ["fp32", "amp_fp16", "amp_fp16_cl"],
         "probes": ["h2d"],
-        # 5 + 3 x 5 steps: most of a mode's time is its first step (cuDNN's autotune, 17 s
-        # in fp32 on the H200). Measured there (docs/BENCHMARKS.md, 2026-12-02): 43-45 s
-        # in all when CUDA's JIT cache (~/.nv/ComputeCache) already holds cuDNN's
-        # runtime-compiled fp16 kernels, 60-71 s on a host's first run, which compiles
-        # them (11 MB, about 25 s). The window-to-window spread stays near 0.1%.
+        # 5 + 3 x 5 steps: most of a mode's time is its first step. In fp32 that is cuDNN's
+        # autotune (17 s on the H200), which buys 16% over its heuristics' choice. In the
+        # fp16 modes the autotune buys nothing measurable (within 0.3% on the H200) and,
+        # on a host's first run, costs 10-12 s per mode compiling candidate kernels into
+        # CUDA's JIT cache (11 MB), so they take cuDNN's heuristic choice: 33-34 s in all
+        # against 54-59 s (docs/BENCHMARKS.md, 2026-12-02, "the quick profile's first run").
+        "cudnn_heuristic_modes": ["amp_fp16", "amp_fp16_cl"],
         "warmup": 5,
         "steps": 5,
         "windows": 3,
@@ -253,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         choices=sorted(PROFILES),
         default="quick",
-        help="quick: fp32, amp_fp16 (seed recipe), amp_fp16_cl, h2d (<= 90 s on an H200); "
+        help="quick: fp32, amp_fp16 (seed recipe), amp_fp16_cl, h2d (about 35 s on an H200); "
         "full: every mode and probe (default: %(default)s)",
     )
     add(
@@ -402,6 +404,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="cuDNN algorithms the first step of each conv shape times (0: all of them; "
         "default: from the profile, else torch's)",
     )
+    add(
+        "--cudnn-heuristics",
+        help="comma list of modes whose convolutions take cuDNN's heuristic choice instead of "
+        "autotuning (torch.backends.cudnn.benchmark off), or 'none' (default: from the profile; "
+        "quick: amp_fp16,amp_fp16_cl)",
+    )
     add("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     add("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     add("--tmp-dir", help="where the input_pipeline dataset is written (default: system temp)")
@@ -511,6 +519,11 @@ def resolve_plan(args: argparse.Namespace) -> Dict[str, Any]:
             args.cudnn_benchmark_limit
             if args.cudnn_benchmark_limit is not None
             else profile.get("cudnn_benchmark_limit")
+        ),
+        "cudnn_heuristic_modes": (
+            parse_mode_list(args.cudnn_heuristics)
+            if args.cudnn_heuristics is not None
+            else list(profile.get("cudnn_heuristic_modes", []))
         ),
         "seed": args.seed,
         "tmp_dir": args.tmp_dir,

@@ -153,6 +153,7 @@ def empty_result(mode: str, batch: int) -> Dict[str, Any]:
         "first_step_seconds": None,
         "compile_seconds": None,
         "compile_mode": None,
+        "cudnn_algorithms": None,
         "tf32_state": None,
         "notes": [],
     }
@@ -212,8 +213,10 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
     opt_impl = variant.get("optimizer", plan["optimizer_impl"])
     graphs = variant.get("cuda_graphs", mode in plan["cuda_graphs_modes"])
     layout = "channels_last" if spec["channels_last"] else "NCHW"
+    autotune = mode not in plan.get("cudnn_heuristic_modes", [])
     extras = f", torch.compile({compile_mode})" if spec["compiled"] else ""
     extras += ", cuda graphs" if graphs else ""
+    extras += "" if autotune else ", cuDNN heuristics (no autotune)"
     log(
         f"{mode}: batch {batch}, {amp or result['precision']}, {layout}{extras}, {opt_impl} SGD, "
         f"warm-up {plan['warmup']} steps, {plan['windows']} windows x {plan['steps']} steps"
@@ -231,6 +234,7 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
                 compiled=spec["compiled"],
                 compile_mode=compile_mode,
                 cuda_graphs=graphs,
+                cudnn_autotune=autotune,
             )
         except GraphCaptureError as exc:
             ctx.cleanup()
@@ -246,6 +250,7 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
                 compiled=spec["compiled"],
                 compile_mode=compile_mode,
                 cuda_graphs=False,
+                cudnn_autotune=autotune,
             )
     except Exception as exc:
         result["status"] = "failed"
@@ -272,6 +277,7 @@ def run_single_mode(ctx: Context, mode: str, variant: Dict[str, Any]) -> Dict[st
             "warmup_seconds": _round(measured["warmup_s"], 2),
             "first_step_seconds": _round(measured["first_step_s"], 2),
             "tf32_state": measured["tf32_state"],
+            "cudnn_algorithms": measured["cudnn_algorithms"],
         }
     )
     if spec["compiled"]:

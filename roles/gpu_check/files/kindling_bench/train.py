@@ -50,13 +50,16 @@ def train_benchmark(
     cuda_graphs: bool = False,
     ddp_wrap: Optional[Callable[[Any], Any]] = None,
     window_barrier: Optional[Callable[[], None]] = None,
+    cudnn_autotune: bool = True,
 ) -> Dict[str, Any]:
     """Build ResNet-50 + SGD, warm up, time the windows. Raises on failure (OOM included)."""
     torch, plan, dev = ctx.torch, ctx.plan, ctx.dev
     cuda = ctx.device == "cuda"
     notes: List[str] = []
     tf32_state = set_tf32(torch, tf32) if cuda else None
-    torch.backends.cudnn.benchmark = True
+    # Autotune: the first step of each conv shape times cuDNN's candidate algorithms.
+    # Off: cuDNN's heuristics pick one without timing (no candidate is compiled or run).
+    torch.backends.cudnn.benchmark = bool(cudnn_autotune)
     if plan.get("cudnn_benchmark_limit") is not None and _has_attr(
         torch.backends.cudnn, "benchmark_limit"
     ):
@@ -181,6 +184,8 @@ def train_benchmark(
         "cuda_graphs": graphs_used,
         "peak_memory_mib": peak,
         "tf32_state": tf32_state,
+        # Read back from torch: what the convolutions of this measurement really used.
+        "cudnn_algorithms": "autotune" if torch.backends.cudnn.benchmark else "heuristics",
         "notes": notes,
     }
 
