@@ -1,30 +1,14 @@
 #!/usr/bin/python
-"""Ansible module: validate a planned driver/CUDA/cuDNN/torch/Python stack (pure check)."""
+"""Ansible module: validate a planned driver/CUDA/cuDNN/torch/Python stack (pure check).
+
+The check is module_utils/stack_check.py; action_plugins/gpu_stack_check.py runs it on the
+controller, so this module runs only where that plugin is not loaded.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_compat import (
-    PLAN_KEYS,
-    cuda_for_driver,
-    cudnn_packages,
-    min_driver_for_cuda,
-    torch_release,
-)
-from ansible.module_utils.stack_plan import (
-    MODULE_FLAVOURS,
-    PACKAGE_FLAVORS,
-    check_plan,
-    cuda_repository_location,
-    distro_toolkit_plan,
-    plan_packages,
-    python_package_problem,
-    repository_arch,
-    repository_id,
-    repository_notes,
-)
+from ansible.module_utils.stack_check import ARGUMENT_SPEC, check
 
 DOCUMENTATION = r"""
 ---
@@ -252,137 +236,10 @@ msg:
 """
 
 
-def _render(problems: List[Dict[str, Any]]) -> str:
-    lines = [f"{len(problems)} problem(s) with the planned GPU stack:"]
-    for p in problems:
-        fix = ", ".join(p["fix"]) if p["fix"] else "see the message"
-        lines.append(f"- [{p['code']}] {p['message']} Fix: {fix}")
-    return "\n".join(lines)
-
-
 def main() -> None:
-    spec: Dict[str, Any] = {key: {"type": "str"} for key in PLAN_KEYS}
-    spec.update(
-        cuda_versions_extra={"type": "list", "elements": "str", "default": []},
-        os={"type": "str"},
-        arch={"type": "str"},
-        os_release={"type": "str"},
-        distribution={"type": "str"},
-        distribution_version={"type": "str"},
-        machine={"type": "str"},
-        install_method={"type": "str", "choices": ["cuda_repo", "distro"], "default": "cuda_repo"},
-        toolkit_method={"type": "str", "choices": ["cuda_repo", "distro"], "default": "cuda_repo"},
-        kernel_modules={
-            "type": "str",
-            "choices": ["auto", *MODULE_FLAVOURS],
-            "default": "auto",
-        },
-        package_flavor={"type": "str", "choices": list(PACKAGE_FLAVORS), "default": "cuda-drivers"},
-        python_packages={"type": "list", "elements": "dict", "default": []},
-        gpus={"type": "list", "elements": "dict", "default": []},
-        repository_overrides={"type": "dict", "default": {}},
-        fail_on_problems={"type": "bool", "default": True},
-    )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    params = module.params
-
-    plan: Dict[str, Any] = {key: params[key] for key in PLAN_KEYS}
-    plan["cuda_versions_extra"] = params["cuda_versions_extra"]
-    repo = params["os"] or None
-    arch = params["arch"] or None
-    os_release = params["os_release"] or None
-    if params["distribution"] and params["distribution_version"]:
-        repo = repo or repository_id(params["distribution"], params["distribution_version"])
-        if not os_release:
-            version = str(params["distribution_version"])
-            os_release = version.split(".")[0] if params["distribution"] == "Debian" else version
-    if params["machine"] and not arch:
-        arch = repository_arch(params["machine"])
-    problems = check_plan(plan, params["gpus"], repo, arch)
-    notes: List[str] = repository_notes(plan, repo, arch)
-    derived: Dict[str, Any] = dict(plan)
-    cuda = plan.get("cuda_version")
-    driver = plan.get("driver_version") or plan.get("driver_branch")
-    try:
-        derived["min_driver_for_cuda"] = min_driver_for_cuda(cuda) if cuda else None
-        derived["max_cuda_for_driver"] = cuda_for_driver(driver) if driver else None
-    except ValueError:  # already reported as invalid-version
-        derived["min_driver_for_cuda"] = derived["max_cuda_for_driver"] = None
-    release = torch_release(plan["torch_version"]) if plan.get("torch_version") else None
-    derived["torch_variants"] = sorted(release["variants"]) if release else None
-    cudnn = None
-    if plan.get("cudnn_version") and cuda:
-        try:
-            cudnn = cudnn_packages(plan["cudnn_version"], cuda)
-        except ValueError:  # already reported as a problem
-            cudnn = None
-    derived["cudnn_packages"] = cudnn
-
-    packages: Dict[str, Any] = {"driver": None, "toolkit": [], "cudnn": cudnn}
-    invalid = any(p["code"] == "invalid-version" for p in problems)
-    if repo and not invalid:
-        cudas = [str(v) for v in [cuda, *plan["cuda_versions_extra"]] if v]
-        planned, package_problems = plan_packages(
-            repo,
-            plan.get("driver_branch") or (driver.split(".")[0] if driver else None),
-            plan.get("driver_version"),
-            params["install_method"],
-            params["kernel_modules"],
-            params["package_flavor"],
-            params["gpus"],
-            cudas,
-            os_release,
-        )
-        packages.update(planned)
-        problems.extend(package_problems)
-    if params["toolkit_method"] == "distro" and params["distribution"]:
-        # The toolkit comes from the distribution: NVIDIA's repository's toolkit range says nothing.
-        # Without a distribution (gpu_preflight on a host without a GPU) nothing is planned.
-        problems = [p for p in problems if p["code"] != "cuda-not-in-repository"]
-        toolkit, toolkit_problems = distro_toolkit_plan(
-            params["distribution"] or "", os_release, cuda, plan["cuda_versions_extra"]
-        )
-        problems.extend(toolkit_problems)
-        packages["toolkit"] = [toolkit["package"]] if toolkit else []
-        packages["distro_toolkit"] = toolkit
-    if params["install_method"] == "distro":
-        # The branch comes from the distribution's archive, whatever NVIDIA's repository serves.
-        problems = [p for p in problems if p["code"] != "driver-branch-not-in-repository"]
-    python = plan.get("python_version")
-    for item in params["python_packages"]:
-        if python and item.get("version"):
-            problem = python_package_problem(
-                str(item["name"]), str(item["version"]), str(python), str(item.get("variable"))
-            )
-            if problem:
-                problems.append(problem)
-
-    # A GPU the table doesn't know is reported, never fatal: the checks that need its
-    # compute capability are skipped.
-    blocking = [p for p in problems if p["code"] != "unknown-gpu"]
-    result = {
-        "changed": False,
-        "ok": not blocking,
-        "problems": problems,
-        "plan": derived,
-        "packages": packages,
-        "repository": {
-            "os": repo,
-            "arch": arch,
-            "release": os_release,
-            "cuda": cuda_repository_location(
-                repo,
-                arch,
-                **{
-                    key: str(params["repository_overrides"].get(key) or "")
-                    for key in ("base_url", "key_url", "fingerprint", "keyring")
-                },
-            ),
-        },
-        "notes": notes,
-        "msg": _render(problems) if problems else "the planned GPU stack is consistent",
-    }
-    if blocking and params["fail_on_problems"]:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    result = check(module.params)
+    if result.pop("failed"):
         module.fail_json(**result)
     module.exit_json(**result)
 

@@ -106,6 +106,10 @@ def cuda_repository_location(
         "sources_file": f"/etc/apt/sources.list.d/cuda-{repo}-{arch}.sources",
         # The one-line file earlier Kindling releases, and NVIDIA's cuda-keyring package, write.
         "list_file": f"/etc/apt/sources.list.d/cuda-{repo}-{arch}.list",
+        # Keys the repository was signed with before, which apt-key kept in /etc/apt/trusted.gpg.
+        "retired_key_fingerprints": [
+            row["fingerprint"] for row in CUDA_REPOSITORY.get("retired_keys", {}).values()
+        ],
     }
 
 

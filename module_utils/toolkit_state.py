@@ -11,13 +11,29 @@ which names its packages. This module then decides, from that plan and each tool
 - each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN header
   that verify reads.
 
+It also reads versions for the cuda_version_facts module (adopt mode and verify): which
+release an nvcc reports (``nvcc_release``, the one parser of ``nvcc --version``) and which
+version a cuDNN header defines (``cudnn_header_version``).
+
 Python 3.8, standard library only.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+# nvcc --version: "Cuda compilation tools, release 12.6, V12.6.85".
+NVCC_RELEASE = re.compile(r"release ([0-9]+\.[0-9]+),")
+# cudnn_version.h (cudnn_version_v9.h, cudnn.h before 8): "#define CUDNN_MAJOR 9".
+CUDNN_DEFINE = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+CUDNN_(MAJOR|MINOR|PATCHLEVEL)[ \t]+([0-9]+)\b", re.M
+)
+CUDNN_PARTS = ("MAJOR", "MINOR", "PATCHLEVEL")
+
+# run(argv) -> (rc, stdout, stderr); raises OSError when the file cannot be executed.
+Runner = Callable[[List[str]], Tuple[int, str, str]]
 
 
 def nvcc_path(
@@ -29,11 +45,92 @@ def nvcc_path(
     return f"{prefix.rstrip('/')}/cuda-{version}/bin/nvcc"
 
 
+def nvcc_release(stdout: str) -> Optional[str]:
+    """The release ``nvcc --version`` names ("12.6" from ``release 12.6, V12.6.85``), or None."""
+    match = NVCC_RELEASE.search(stdout or "")
+    return match.group(1) if match else None
+
+
+def nvcc_release_line(stdout: str) -> Optional[str]:
+    """The line of ``nvcc --version`` that names the release (else the first line that says
+    "release", so that a message shows what nvcc said), stripped; None when none does."""
+    lines = (stdout or "").splitlines()
+    for line in lines:
+        if NVCC_RELEASE.search(line):
+            return line.strip()
+    return next((line.strip() for line in lines if "release" in line), None)
+
+
 def reports_version(rc: Optional[int], stdout: str, version: str) -> bool:
     """Whether ``nvcc --version`` ran and names this release (``release 12.4,``)."""
+    return rc == 0 and nvcc_release(stdout) == version
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join((text or "").strip().splitlines()[-lines:])
+
+
+def read_nvcc(path: str, run: Runner) -> Dict[str, Any]:
+    """``{path, rc, release, line, error}`` from ``<path> --version``. A missing or
+    non-executable nvcc is not run (rc null); error says why no release was read, and is
+    null when one was."""
+    result: Dict[str, Any] = {"path": path, "rc": None, "release": None, "line": None}
+    if not os.path.exists(path):
+        result["error"] = f"{path} is not there"
+        return result
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        result["error"] = f"{path} is not an executable file"
+        return result
+    try:
+        rc, stdout, stderr = run([path, "--version"])
+    except OSError as exc:
+        result["error"] = f"{path} could not be run: {exc}"
+        return result
+    result["rc"] = rc
+    result["release"] = nvcc_release(stdout)
+    result["line"] = nvcc_release_line(stdout)
     if rc != 0:
-        return False
-    return re.search(r"release " + re.escape(version) + r",", stdout or "") is not None
+        output = _tail(stderr) or _tail(stdout) or "no output"
+        result["error"] = f"{path} --version failed (rc={rc}: {output})"
+    elif result["release"] is None:
+        result["error"] = (
+            f"{path} --version names no release (printed {_tail(stdout) or 'nothing'!r})"
+        )
+    else:
+        result["error"] = None
+    return result
+
+
+def cudnn_header_version(text: str) -> Tuple[Optional[str], Optional[str]]:
+    """("M.m.p", None) from a cuDNN header's CUDNN_MAJOR, CUDNN_MINOR and CUDNN_PATCHLEVEL
+    defines (the first of each), else (None, which defines are missing)."""
+    found: Dict[str, str] = {}
+    for match in CUDNN_DEFINE.finditer(text or ""):
+        found.setdefault(match.group(1), match.group(2))
+    missing = [f"CUDNN_{part}" for part in CUDNN_PARTS if part not in found]
+    if missing:
+        return None, f"no #define of {', '.join(missing)}"
+    return ".".join(found[part] for part in CUDNN_PARTS), None
+
+
+def read_cudnn_header(path: str) -> Dict[str, Any]:
+    """``{path, exists, version, error}`` of a cuDNN version header; a missing or unreadable
+    header is not an exception (check mode on a fresh host): version is null and error says
+    why."""
+    result: Dict[str, Any] = {"path": path, "exists": os.path.isfile(path), "version": None}
+    if not result["exists"]:
+        result["error"] = f"{path} is not there"
+        return result
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        result["error"] = f"{path} could not be read: {exc}"
+        return result
+    version, why = cudnn_header_version(text)
+    result["version"] = version
+    result["error"] = f"{path} has {why}" if why else None
+    return result
 
 
 def ld_conf(version: str) -> str:

@@ -1529,6 +1529,12 @@ CATALOGUE = json.loads(
     "file": "3bf863cc.pub",
     "source": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' and NVIDIA/cuda-repo-management#4 (rotation from 7fa2af80 beginning 2022-04-27): deb repositories signed by 3bf863cc, published as <distro>/<arch>/3bf863cc.pub; NVIDIA's driver installation guide (deb repositories use 3bf863cc); the cuda-repo-management README's GPG key table (debian12 3bf863cc; debian13 8793F200); the full fingerprint EB693B3035CD5710E231E123A4B469963BF863CC as public installers pin it for 3bf863cc.pub (found by code search, e.g. a Chef recipe's apt_keyring 'cudatools <cudatools@nvidia.com>'), and as Kindling's openpgp.py computes it from the key NVIDIA serves"
    }
+  },
+  "retired_keys": {
+   "7fa2af80": {
+    "fingerprint": "AE09FE4BBD223A84B2CCFCE3F60F4B3D7FA2AF80",
+    "source": "NVIDIA's CUDA container images (nvidia/cuda Dockerfiles for ubuntu14.04 and ubuntu16.04, found by code search): NVIDIA_GPGKEY_FPR=ae09fe4bbd223a84b2ccfce3f60f4b3d7fa2af80 for <distro>/<arch>/7fa2af80.pub, the key the 2022 rotation retired (cuda_repo_keys); a Puppet manifest's apt::key of the same fingerprint"
+   }
   }
  },
  "driver_packages": [
@@ -3238,6 +3244,7 @@ CATALOGUE = json.loads(
  },
  "sources": {
   "cuda_repo_keys": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' and NVIDIA/cuda-repo-management#4 (rotation from 7fa2af80 beginning 2022-04-27): deb repositories signed by 3bf863cc, published as <distro>/<arch>/3bf863cc.pub; NVIDIA's driver installation guide (deb repositories use 3bf863cc); the cuda-repo-management README's GPG key table (debian12 3bf863cc; debian13 8793F200); the full fingerprint EB693B3035CD5710E231E123A4B469963BF863CC as public installers pin it for 3bf863cc.pub (found by code search, e.g. a Chef recipe's apt_keyring 'cudatools <cudatools@nvidia.com>'), and as Kindling's openpgp.py computes it from the key NVIDIA serves",
+  "cuda_retired_key": "NVIDIA's CUDA container images (nvidia/cuda Dockerfiles for ubuntu14.04 and ubuntu16.04, found by code search): NVIDIA_GPGKEY_FPR=ae09fe4bbd223a84b2ccfce3f60f4b3d7fa2af80 for <distro>/<arch>/7fa2af80.pub, the key the 2022 rotation retired (cuda_repo_keys); a Puppet manifest's apt::key of the same fingerprint",
   "cuda_keyring_path": "NVIDIA's cuda-keyring 1.1-1 package (NVIDIA/ansible-role-nvidia-driver PR #88; CUDA installation guide): installs /usr/share/keyrings/cuda-archive-keyring.gpg and a source signed-by it",
   "ctk_table3": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)",
   "ctk_table2": "NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 2 'Minor Version Compatibility'; docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html; arrayfire src/backend/cuda/device_manager.cpp @492718b5 (CudaToDriverVersion)",

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import gpu_stack_check
 import pytest
 from ansible.module_utils import stack_plan as sp
 from ansible.module_utils.gpu_compat import check_stack
 from ansible.module_utils.testing import patch_module_args
+from conftest import REPO_ROOT
 from test_gpu_compat import H200_PLAN, SEED_PLAN
-from test_nvidia_smi_facts import run_adhoc
+from test_nvidia_smi_facts import ansible_bin, run_adhoc
 
 SEED = SEED_PLAN
 
@@ -257,3 +261,72 @@ def test_the_cuda_repository_location_is_returned_with_overrides(capsys):
         "http://127.0.0.1:8765/compute/cuda/repos/ubuntu2404/x86_64/3bf863cc.pub"
     )
     assert result["repository"]["cuda"]["keyring"] == "/usr/share/keyrings/cuda-archive-keyring.gpg"
+
+
+# --- action_plugins/gpu_stack_check.py: the same check, on the controller
+
+
+def run_on_controller(module_args, tmp_path, host_vars):
+    """ansible-playbook with one gpu_stack_check task against an inventory host of its own."""
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"target": host_vars}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- hosts: target\n  gather_facts: false\n  tasks:\n"
+        "    - gpu_stack_check: " + json.dumps(module_args) + "\n"
+        "      register: checked\n      ignore_errors: true\n"
+    )
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_NOCOLOR="1")
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "local")
+    proc = subprocess.run(
+        [ansible_bin("ansible-playbook"), "-i", str(inventory), str(playbook)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    text = proc.stdout
+    data, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+    return data["plays"][0]["tasks"][0]["hosts"]["target"]
+
+
+CONTROLLER_CASES = {
+    "h200": dict(H200_PLAN, gpus=[{"name": "NVIDIA H200", "compute_capability": "9.0"}]),
+    "seed": dict(SEED, gpus=[{"name": "NVIDIA H100 80GB HBM3"}]),
+    "seed_report_only": dict(SEED, fail_on_problems=False),
+    "unknown_gpu": {"cuda_version": "13.0", "gpus": [{"name": "Mystery"}]},
+}
+
+
+@pytest.mark.slow
+def test_controller_runs_it_without_reaching_the_host(tmp_path):
+    # The host's address refuses SSH (port 9 on loopback): any module run there would make
+    # the task unreachable. The check still answers, so it ran on the controller.
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+    result = run_on_controller(CONTROLLER_CASES["h200"], tmp_path, unreachable)
+    assert not result.get("unreachable"), result
+    assert result["ok"] is True and result["packages"]["driver"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(CONTROLLER_CASES))
+def test_controller_result_equals_the_module_result(case, tmp_path, capsys):
+    args = CONTROLLER_CASES[case]
+    failed, expected = run_module(args, capsys)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    result = run_on_controller(args, tmp_path, local)
+    assert bool(result.get("failed")) is failed
+    for key in ("ok", "problems", "plan", "packages", "repository", "notes", "msg"):
+        assert result[key] == expected[key], key
+    assert "invocation" not in result  # no module ran
+
+
+@pytest.mark.slow
+def test_controller_refuses_bad_arguments_like_the_module(tmp_path):
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    result = run_on_controller({"install_method": "snap", "no_such_option": 1}, tmp_path, local)
+    assert result["failed"] is True
+    assert "install_method" in result["msg"] and "snap" in result["msg"]
+    assert "no_such_option" in result["msg"]
