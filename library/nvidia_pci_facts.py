@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_fabric import pci_requirements, scan_nvlink5_bridges
-from ansible.module_utils.pci_gpus import lspci_name, scan
+from ansible.module_utils.gpu_fabric import PCI_ROOT, pci_facts
 
 DOCUMENTATION = r"""
 ---
@@ -18,6 +15,8 @@ description:
     class 0x0680 bridges are NVSwitches), so it works before a driver is installed, in
     check mode and without lspci. Names come from C(lspci -mm) when it is installed.
   - Sets C(ansible_facts.nvidia_pci) with C(gpus), C(gpu_count), C(nvswitches), C(present).
+  - The same read (module_utils/gpu_fabric.py, C(pci_facts)) is in M(nvidia_smi_facts) with
+    C(pci_facts=true), which saves a module run where both are wanted.
   - Decides from PCI alone whether the host needs NVIDIA's fabric manager
     (C(fabric_manager_needed_by_pci)), before any driver exists - NVSwitches of a known
     generation (module_utils/gpu_fabric.py, the catalogue's C(nvswitch_devices)) on the bus,
@@ -63,32 +62,10 @@ ansible_facts:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={"sysfs_root": {"type": "path", "default": "/sys/bus/pci/devices"}},
+        argument_spec={"sysfs_root": {"type": "path", "default": PCI_ROOT}},
         supports_check_mode=True,
     )
-    lspci = shutil.which("lspci")
-
-    def name_of(slot: str) -> str:
-        if not lspci:
-            return ""
-        rc, out, _err = module.run_command([lspci, "-mm", "-s", slot])
-        return lspci_name(out.splitlines()[0]) if rc == 0 and out.strip() else ""
-
-    found = scan(module.params["sysfs_root"], name_of)
-    fabric = pci_requirements(found, scan_nvlink5_bridges(module.params["sysfs_root"]))
-    facts = {
-        "gpus": found["gpus"],
-        "gpu_count": len(found["gpus"]),
-        "nvswitches": found["nvswitches"],
-        "present": bool(found["gpus"]),
-        "nvswitch_count": fabric["nvswitch_count"],
-        "nvswitch_generation": fabric["nvswitch_generation"],
-        "nvlink5_bridges": fabric["nvlink5_bridges"],
-        "fabric_manager_needed_by_pci": fabric["fabric_manager_needed_by_pci"],
-        "nvlink5_needed_by_pci": fabric["nvlink5_needed_by_pci"],
-        "fabric_reason": fabric["reason"],
-        "fabric_evidence": fabric["evidence"],
-    }
+    facts = pci_facts(module.params["sysfs_root"], module.run_command)
     module.exit_json(changed=False, ansible_facts={"nvidia_pci": facts})
 
 

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_fabric import PCI_ROOT
+from ansible.module_utils.gpu_fabric import PCI_ROOT, pci_facts
 from ansible.module_utils.gpu_fabric import collect as collect_fabric
 from ansible.module_utils.gpu_health import dmesg_command, journal_command, journal_has_entries
 from ansible.module_utils.nvidia_smi import (
@@ -57,6 +57,11 @@ description:
     C(fabric-state-not-completed), C(fabric-state-failed), C(fabric-manager-missing),
     C(fabric-manager-version-mismatch)) join C(health); a failing C(nvlink -s) is recorded in
     C(fabric.nvlink_error) and never fails the module.
+  - With C(pci_facts=true) it also sets C(ansible_facts.nvidia_pci), exactly what
+    M(nvidia_pci_facts) returns (the same code reads the same sysfs tree,
+    C(pci_sysfs_root)), in this one module run. The PCI bus is read first, needs no driver,
+    and is returned on every outcome - nvidia-smi missing, failing or unparseable, and a
+    failure with C(require=true) too.
   - Never changes the host.
 version_added: "0.1.0"
 author:
@@ -84,10 +89,21 @@ options:
     type: path
   pci_sysfs_root:
     description:
-      - Where the PCI devices are in sysfs (NVSwitches and NVLink 5 bridges); tests point it
-        at a copy.
+      - Where the PCI devices are in sysfs (NVSwitches and NVLink 5 bridges, and the GPUs of
+        C(pci_facts)); tests point it at a copy. The same default as M(nvidia_pci_facts)'s
+        C(sysfs_root).
     type: path
     default: /sys/bus/pci/devices
+  pci_facts:
+    description:
+      - Whether to also set C(ansible_facts.nvidia_pci), exactly what M(nvidia_pci_facts)
+        returns for C(pci_sysfs_root) (GPUs and NVSwitches from sysfs, named by C(lspci -mm)
+        when it is installed, and what the PCI bus alone says about the fabric manager).
+      - It is read before nvidia-smi runs and returned whatever nvidia-smi does, so one
+        task reads both on a host with or without a driver. The C(lspci) calls are not
+        listed in C(commands).
+    type: bool
+    default: false
   timeout:
     description:
       - Seconds each nvidia-smi, journalctl or dmesg call may take before it is abandoned.
@@ -115,7 +131,7 @@ attributes:
     description: Nothing changes, so there is no diff.
   facts:
     support: full
-    description: Sets C(ansible_facts.nvidia_smi).
+    description: Sets C(ansible_facts.nvidia_smi), and C(nvidia_pci) with C(pci_facts=true).
 notes:
   - Compute capability comes from C(--query-gpu=compute_cap) when the driver knows that
     field, else from the product-name table in module_utils/gpu_compat.py
@@ -130,6 +146,10 @@ seealso:
 EXAMPLES = r"""
 - name: Read the GPUs (a host without a driver reports present=false)
   nvidia_smi_facts:
+
+- name: Read the PCI bus and nvidia-smi in one module run (nvidia_pci and nvidia_smi)
+  nvidia_smi_facts:
+    pci_facts: true
 
 - name: Require a working driver and no MIG
   nvidia_smi_facts:
@@ -286,6 +306,14 @@ ansible_facts:
               fabric_manager (found, path, version, error; null unless needed).
           type: dict
           sample: {"nvswitch_count": 4, "needs_fabric_manager": true, "needs_nvlink5": false}
+    nvidia_pci:
+      description:
+        - What M(nvidia_pci_facts) returns (see its RETURN) - C(gpus), C(gpu_count),
+          C(nvswitches), C(present), C(nvswitch_count), C(nvswitch_generation),
+          C(nvlink5_bridges), C(fabric_manager_needed_by_pci), C(nvlink5_needed_by_pci),
+          C(fabric_reason), C(fabric_evidence).
+      returned: when pci_facts is true, whatever nvidia-smi did
+      type: dict
 commands:
   description: The nvidia-smi, journalctl and dmesg command lines that ran, in order.
   returned: always
@@ -378,6 +406,7 @@ def main() -> None:
             "timeout": {"type": "int", "default": 30},
             "pci_sysfs_root": {"type": "path", "default": PCI_ROOT},
             "read_kernel_log": {"type": "bool", "default": True},
+            "pci_facts": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -386,10 +415,19 @@ def main() -> None:
     if timeout < 1:
         module.fail_json(msg=f"timeout must be at least 1 second, got {timeout}")
     commands: List[str] = []
+    # First, and on every way out below: sysfs needs no driver (exactly nvidia_pci_facts).
+    pci = (
+        pci_facts(module.params["pci_sysfs_root"], module.run_command)
+        if module.params["pci_facts"]
+        else None
+    )
 
     def finish(facts: Dict[str, Any], failed_msg: Optional[str] = None) -> None:
         facts.setdefault("fabric", None)
-        result = {"changed": False, "ansible_facts": {"nvidia_smi": facts}, "commands": commands}
+        ansible_facts = {"nvidia_smi": facts}
+        if pci is not None:
+            ansible_facts["nvidia_pci"] = pci
+        result = {"changed": False, "ansible_facts": ansible_facts, "commands": commands}
         if failed_msg and require:
             module.fail_json(msg=failed_msg, **result)
         module.exit_json(**result)

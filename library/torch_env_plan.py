@@ -6,7 +6,12 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.torch_env_plan import pip_list_argv, pip_list_versions, plan
+from ansible.module_utils.torch_env_plan import (
+    ARGUMENT_SPEC,
+    pip_list_argv,
+    pip_list_versions,
+    plan_for,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -243,27 +248,6 @@ summary:
   sample: "wanted torch 2.11.0+cu130, torchvision 0.26.0+cu130: install (torchvision missing)"
 """
 
-SETTINGS = {
-    "install_method": {"type": "str", "required": True, "choices": ["pip", "conda"]},
-    "mode": {"type": "str", "required": True, "choices": ["conda", "venv", "adopt"]},
-    "cuda_variant": {"type": "str", "required": True},
-    "torch_version": {"type": "str", "required": True},
-    "install_torchvision": {"type": "bool", "default": True},
-    "torchvision_version": {"type": "str", "default": ""},
-    "install_torchaudio": {"type": "bool", "default": False},
-    "torchaudio_version": {"type": "str", "default": ""},
-    "conda_prefix": {"type": "str", "required": True},
-    "env_dir": {"type": "str", "required": True},
-    "env_python": {"type": "str", "required": True},
-    "venv_python": {"type": "str", "required": True},
-    "python_version": {"type": "str", "default": ""},
-    "index_url": {"type": "str", "required": True},
-    "extra_index_url": {"type": "str", "default": ""},
-    "pytorch_cuda_since": {"type": "str", "required": True},
-    "miniforge_url": {"type": "str", "required": True},
-    "download_dir": {"type": "str", "required": True},
-}
-
 
 def read_installed(module: AnsibleModule, python: str):
     """The environment's packages from pip list; {} when its interpreter is not there or
@@ -280,32 +264,15 @@ def read_installed(module: AnsibleModule, python: str):
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            **SETTINGS,
-            "read_installed": {"type": "bool", "default": False},
-            "installed": {"type": "dict"},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    required = ["torch_version", "conda_prefix", "env_dir", "env_python"]
-    required += ["python_version"] if p["mode"] == "conda" else []
-    required += [
-        f"{name}_version" for name in ("torchvision", "torchaudio") if p[f"install_{name}"]
-    ]
-    empty = [name for name in required if not p[name]]
-    if empty:
-        module.fail_json(msg=f"torch_env_plan: {', '.join(empty)} must not be empty")
-    settings = {name: p[name] for name in SETTINGS}
     installed = p["installed"]
-    read = installed is not None or p["read_installed"]
     if installed is None and p["read_installed"]:
         installed = read_installed(module, p["env_python"])
     try:
-        result = plan(settings, installed, read)
+        result = plan_for(p, installed)
     except ValueError as exc:
-        module.fail_json(msg=f"torch_env_plan: {exc}")
+        module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)
 
 

@@ -21,7 +21,9 @@ nvidia-smi's spelling of them, the unit's name) is in the vendor catalogue, sect
 
 and decides:
 
-* ``pci_requirements``: what PCI alone says, before any driver (nvidia_pci_facts);
+* ``pci_requirements``: what PCI alone says, before any driver;
+* ``pci_facts``: the ``nvidia_pci`` fact (the scan, lspci's names, ``pci_requirements``),
+  which nvidia_pci_facts returns, and nvidia_smi_facts too with ``pci_facts: true``;
 * ``fabric_requirements``: the host's fabric: NVSwitches, per-GPU fabric state, NVLinks up,
   whether it needs the fabric manager and NVLink 5's extras, one reason and the evidence;
 * ``fabric_health``: problems in the shape of ``nvidia_smi.health`` (codes
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -52,6 +55,7 @@ from ansible.module_utils.nvidia_smi import (
     clean,
     normalize_bus_id,
 )
+from ansible.module_utils.pci_gpus import lspci_name
 from ansible.module_utils.pci_gpus import scan as pci_scan
 from ansible.module_utils.stack_plan import fabric_manager_packages
 from ansible.module_utils.vendor_catalogue import CATALOGUE
@@ -415,6 +419,40 @@ def pci_requirements(
         "nvlink5_needed_by_pci": bool(management) if needed is not None else None,
         "reason": reason,
         "evidence": evidence,
+    }
+
+
+def pci_facts(
+    root: str = PCI_ROOT, run_command: Optional[Callable[[List[str]], Tuple[int, str, str]]] = None
+) -> Dict[str, Any]:
+    """The ``nvidia_pci`` fact: NVIDIA GPUs and NVSwitches from sysfs under ``root``, named
+    by ``lspci -mm -s <slot>`` (through ``run_command``, which returns rc, stdout, stderr)
+    when lspci is on PATH, and what the PCI bus alone says about the fabric.
+
+    Needs no driver and changes nothing. nvidia_pci_facts returns exactly this, and so does
+    nvidia_smi_facts with ``pci_facts: true``."""
+    lspci = shutil.which("lspci") if run_command is not None else None
+
+    def name_of(slot: str) -> str:
+        if not lspci or run_command is None:
+            return ""
+        rc, out, _err = run_command([lspci, "-mm", "-s", slot])
+        return lspci_name(out.splitlines()[0]) if rc == 0 and out.strip() else ""
+
+    found = pci_scan(root, name_of)
+    fabric = pci_requirements(found, scan_nvlink5_bridges(root))
+    return {
+        "gpus": found["gpus"],
+        "gpu_count": len(found["gpus"]),
+        "nvswitches": found["nvswitches"],
+        "present": bool(found["gpus"]),
+        "nvswitch_count": fabric["nvswitch_count"],
+        "nvswitch_generation": fabric["nvswitch_generation"],
+        "nvlink5_bridges": fabric["nvlink5_bridges"],
+        "fabric_manager_needed_by_pci": fabric["fabric_manager_needed_by_pci"],
+        "nvlink5_needed_by_pci": fabric["nvlink5_needed_by_pci"],
+        "fabric_reason": fabric["reason"],
+        "fabric_evidence": fabric["evidence"],
     }
 
 

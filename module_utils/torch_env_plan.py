@@ -249,3 +249,56 @@ def plan(
 def pip_list_argv(python: str) -> Sequence[str]:
     """The read-only command that lists the environment's packages."""
     return [python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+
+
+# The module's options: the settings ``commands`` takes, and what is installed (read on the
+# host with ``read_installed``, or given as ``installed``).
+SETTINGS = {
+    "install_method": {"type": "str", "required": True, "choices": ["pip", "conda"]},
+    "mode": {"type": "str", "required": True, "choices": ["conda", "venv", "adopt"]},
+    "cuda_variant": {"type": "str", "required": True},
+    "torch_version": {"type": "str", "required": True},
+    "install_torchvision": {"type": "bool", "default": True},
+    "torchvision_version": {"type": "str", "default": ""},
+    "install_torchaudio": {"type": "bool", "default": False},
+    "torchaudio_version": {"type": "str", "default": ""},
+    "conda_prefix": {"type": "str", "required": True},
+    "env_dir": {"type": "str", "required": True},
+    "env_python": {"type": "str", "required": True},
+    "venv_python": {"type": "str", "required": True},
+    "python_version": {"type": "str", "default": ""},
+    "index_url": {"type": "str", "required": True},
+    "extra_index_url": {"type": "str", "default": ""},
+    "pytorch_cuda_since": {"type": "str", "required": True},
+    "miniforge_url": {"type": "str", "required": True},
+    "download_dir": {"type": "str", "required": True},
+}
+ARGUMENT_SPEC: Dict[str, Any] = {
+    **SETTINGS,
+    "read_installed": {"type": "bool", "default": False},
+    "installed": {"type": "dict"},
+}
+
+
+def needs_host(params: Mapping[str, Any]) -> bool:
+    """Whether the answer needs the host: only to read what is installed (pip list)."""
+    return bool(params.get("read_installed")) and params.get("installed") is None
+
+
+def plan_for(params: Mapping[str, Any], installed: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    """The module's result for validated ``params`` and what is ``installed`` (None: not
+    read). Raises ValueError, with the message the module fails with, on empty settings."""
+    required = ["torch_version", "conda_prefix", "env_dir", "env_python"]
+    required += ["python_version"] if params["mode"] == "conda" else []
+    required += [
+        f"{name}_version" for name in ("torchvision", "torchaudio") if params[f"install_{name}"]
+    ]
+    empty = [name for name in required if not params[name]]
+    if empty:
+        raise ValueError(f"torch_env_plan: {', '.join(empty)} must not be empty")
+    settings = {name: params[name] for name in SETTINGS}
+    read = params["installed"] is not None or bool(params["read_installed"])
+    try:
+        return plan(settings, installed, read)
+    except ValueError as exc:
+        raise ValueError(f"torch_env_plan: {exc}") from exc

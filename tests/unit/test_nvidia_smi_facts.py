@@ -16,13 +16,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nvidia_pci_facts
 import nvidia_smi_facts
 import pytest
 from ansible.module_utils.nvidia_smi import build_facts
 from ansible.module_utils.testing import patch_module_args
 from conftest import CAPTURES, REPO_ROOT
 
+sys.path.insert(0, str(REPO_ROOT / "tests" / "fixture_sources"))
+from pci_trees import build_tree
+
 BIN = REPO_ROOT / "tests" / "fixtures" / "bin"
+PCI_CASES = REPO_ROOT / "tests" / "fixtures" / "pci"
 FAKE_SMI = str(BIN / "nvidia-smi")
 KLOG = REPO_ROOT / "tests" / "fixtures" / "captures" / "kernel-log-xid"
 #: CONSTRUCTED: a boot without Xid events, as journalctl -o short-monotonic prints it
@@ -71,12 +76,17 @@ def kernel_log(monkeypatch, tmp_path):
     return stand_in
 
 
-def run_module(args, capsys):
-    """Run the module's main() in process; (failed, result)."""
+def run_module_of(module, args, capsys):
+    """Run a module's main() in process; (failed, result)."""
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        nvidia_smi_facts.main()
+        module.main()
     result = json.loads(capsys.readouterr().out)
     return exc.value.code != 0, result
+
+
+def run_module(args, capsys):
+    """Run nvidia_smi_facts' main() in process; (failed, result)."""
+    return run_module_of(nvidia_smi_facts, args, capsys)
 
 
 def smi_facts(result):
@@ -471,6 +481,127 @@ def test_no_nvidia_smi_no_kernel_log(tmp_path, capsys, kernel_log):
     facts = smi_facts(result)
     assert facts["present"] is False and facts["kernel_log_source"] is None
     assert kernel_log.calls("journalctl") == []
+
+
+# ---------------------------------------------------------------------------
+# pci_facts: ansible_facts.nvidia_pci in the same run, exactly as nvidia_pci_facts
+# ---------------------------------------------------------------------------
+
+#: CONSTRUCTED: lspci -mm's line for the first GPU of tests/fixtures/pci/hgx-h100.txt
+LSPCI_H100 = '1b:00.0 "3D controller" "NVIDIA Corporation" "GH100 [H100 SXM5 80GB]"'
+
+
+class PciBus:
+    """The sysfs tree of tests/fixtures/pci/hgx-h100.txt, and a stand-in lspci first on PATH
+    that names its first GPU and logs each call to the stand-in nvidia-smi's log, so the
+    order of the two reads shows."""
+
+    def __init__(self, tmp_path: Path, monkeypatch):
+        self.root = str(build_tree(PCI_CASES / "hgx-h100.txt", tmp_path / "sysfs"))
+        self.log = tmp_path / "calls.log"
+        bindir = tmp_path / "lspci-bin"
+        bindir.mkdir()
+        lspci = bindir / "lspci"
+        lspci.write_text(
+            "#!/bin/sh\n"
+            f'echo "lspci $*" >> "{self.log}"\n'
+            f"[ \"$3\" = 0000:1b:00.0 ] && echo '{LSPCI_H100}'\n"
+            "exit 0\n"
+        )
+        lspci.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+        monkeypatch.setenv("KINDLING_FAKE_SMI_LOG", str(self.log))
+
+    def calls(self) -> list:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def expected(self, capsys) -> dict:
+        """What nvidia_pci_facts returns for this tree (its lspci calls leave the log)."""
+        failed, result = run_module_of(nvidia_pci_facts, {"sysfs_root": self.root}, capsys)
+        assert not failed
+        self.log.unlink(missing_ok=True)
+        return result["ansible_facts"]["nvidia_pci"]
+
+
+@pytest.fixture
+def pci_bus(tmp_path, monkeypatch):
+    return PciBus(tmp_path, monkeypatch)
+
+
+def test_pci_facts_on_a_working_driver_equal_nvidia_pci_facts(fake_smi, capsys, pci_bus):
+    expected = pci_bus.expected(capsys)
+    # the tree is not trivial: GPUs, one of them named by lspci, NVSwitches, a fabric decision
+    assert expected["gpu_count"] == 8 and expected["nvswitch_count"] == 4
+    assert expected["gpus"][0]["name"] == "GH100 [H100 SXM5 80GB]"
+    assert expected["fabric_manager_needed_by_pci"] is True
+    fake_smi("h100-8gpu")
+    args = {"nvidia_smi_path": FAKE_SMI, "pci_sysfs_root": pci_bus.root}
+    failed, plain = run_module(args, capsys)
+    assert not failed and "nvidia_pci" not in plain["ansible_facts"]
+    pci_bus.log.unlink()
+    failed, result = run_module(dict(args, pci_facts=True, require=True), capsys)
+    assert not failed and result["changed"] is False
+    assert result["ansible_facts"]["nvidia_pci"] == expected
+    assert smi_facts(result) == smi_facts(plain)  # nvidia_smi is as without pci_facts
+    assert result["commands"] == plain["commands"]  # lspci is not listed there
+    calls = pci_bus.calls()
+    nvidia = sorted(d["pci_slot"] for d in expected["gpus"] + expected["nvswitches"])
+    # the PCI bus first (each NVIDIA function named once), then nvidia-smi
+    assert calls[: len(nvidia) + 1] == [f"lspci -mm -s {slot}" for slot in nvidia] + ["-q -x"]
+    assert len([c for c in calls if c.startswith("lspci")]) == len(nvidia)
+
+
+@pytest.mark.parametrize("require", [False, True])
+@pytest.mark.parametrize("case", ["missing", "driver-not-loaded", "unparseable", "no-gpu"])
+def test_pci_facts_on_every_way_out(fake_smi, tmp_path, capsys, pci_bus, case, require):
+    expected = pci_bus.expected(capsys)
+    if case == "missing":
+        smi = str(tmp_path / "none" / "nvidia-smi")
+    elif case == "unparseable":
+        smi = script(tmp_path, "nvidia-smi", 'echo "<html>surprise</html>"\n')
+    elif case == "no-gpu":
+        smi = script(
+            tmp_path,
+            "nvidia-smi",
+            'echo "<nvidia_smi_log><driver_version>580.95.05</driver_version>'
+            '<attached_gpus>0</attached_gpus></nvidia_smi_log>"\n',
+        )
+    else:
+        fake_smi(case)
+        smi = FAKE_SMI
+    args = {"nvidia_smi_path": smi, "pci_sysfs_root": pci_bus.root, "require": require}
+    failed, result = run_module(dict(args, pci_facts=True), capsys)
+    assert failed is require  # every case here fails with require=true
+    assert result["ansible_facts"]["nvidia_pci"] == expected
+    assert smi_facts(result)["gpu_count"] == 0
+    failed, result = run_module(args, capsys)  # pci_facts defaults to false
+    assert failed is require
+    assert set(result["ansible_facts"]) == {"nvidia_smi"}
+
+
+def test_pci_facts_false_reads_no_names(fake_smi, capsys, pci_bus):
+    fake_smi("h100-8gpu")
+    args = {"nvidia_smi_path": FAKE_SMI, "pci_sysfs_root": pci_bus.root, "pci_facts": False}
+    failed, result = run_module(args, capsys)
+    assert not failed and set(result["ansible_facts"]) == {"nvidia_smi"}
+    assert not [c for c in pci_bus.calls() if c.startswith("lspci")]
+
+
+def test_pci_facts_in_check_mode(fake_smi, capsys, pci_bus):
+    expected = pci_bus.expected(capsys)
+    fake_smi("h200")
+    args = {"pci_sysfs_root": pci_bus.root, "pci_facts": True, "_ansible_check_mode": True}
+    for smi in (FAKE_SMI, "/nonexistent/nvidia-smi"):  # with and without a driver
+        failed, result = run_module(dict(args, nvidia_smi_path=smi), capsys)
+        assert not failed and result["ansible_facts"]["nvidia_pci"] == expected
+
+
+def test_pci_facts_read_the_same_default_root_as_nvidia_pci_facts(tmp_path, capsys, pci_bus):
+    _, pci = run_module_of(nvidia_pci_facts, {}, capsys)
+    _, smi = run_module({"nvidia_smi_path": str(tmp_path / "none"), "pci_facts": True}, capsys)
+    assert pci["invocation"]["module_args"]["sysfs_root"] == "/sys/bus/pci/devices"
+    assert smi["invocation"]["module_args"]["pci_sysfs_root"] == "/sys/bus/pci/devices"
+    assert smi["ansible_facts"]["nvidia_pci"] == pci["ansible_facts"]["nvidia_pci"]
 
 
 # ---------------------------------------------------------------------------

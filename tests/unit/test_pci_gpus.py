@@ -11,6 +11,7 @@ import stat
 
 import nvidia_pci_facts
 import pytest
+from ansible.module_utils.gpu_fabric import pci_facts
 from ansible.module_utils.pci_gpus import lspci_name, scan
 from ansible.module_utils.testing import patch_module_args
 
@@ -88,6 +89,56 @@ def test_lspci_name():
     )
     assert lspci_name("") == ""
     assert lspci_name('00:06.0 "3D controller"') == ""
+
+
+# ---------------------------------------------------------------------------
+# gpu_fabric.pci_facts: the nvidia_pci fact (nvidia_pci_facts, nvidia_smi_facts' pci_facts)
+# ---------------------------------------------------------------------------
+
+
+def test_pci_facts_is_the_whole_fact_in_its_order(sysfs, tmp_path, monkeypatch):
+    _path_with(tmp_path, monkeypatch)  # no lspci
+    facts = pci_facts(str(sysfs), None)
+    assert list(facts) == [
+        "gpus",
+        "gpu_count",
+        "nvswitches",
+        "present",
+        "nvswitch_count",
+        "nvswitch_generation",
+        "nvlink5_bridges",
+        "fabric_manager_needed_by_pci",
+        "nvlink5_needed_by_pci",
+        "fabric_reason",
+        "fabric_evidence",
+    ]
+    assert facts["gpus"] == scan(str(sysfs))["gpus"] and facts["gpu_count"] == 2
+    assert facts["present"] is True and facts["nvswitches"][0]["pci_slot"] == "0000:c5:00.0"
+    assert facts["nvswitch_count"] == 1 and facts["nvswitch_generation"] == 3
+    assert facts["fabric_manager_needed_by_pci"] is True and facts["nvlink5_needed_by_pci"] is False
+    assert facts["nvlink5_bridges"] == [] and facts["fabric_reason"].startswith("1 NVSwitch(es)")
+
+
+def test_pci_facts_names_by_lspci_through_run_command(sysfs, tmp_path, monkeypatch):
+    _path_with(tmp_path, monkeypatch, "#!/bin/sh\nexit 0\n")
+    lspci = str(tmp_path / "bin" / "lspci")
+    asked = []
+
+    def run_command(cmd):
+        asked.append(cmd)
+        return (0, LSPCI_MM + "\n", "") if cmd[-1] == "0000:c6:00.0" else (1, "", "no")
+
+    facts = pci_facts(str(sysfs), run_command)
+    assert [g["name"] for g in facts["gpus"]] == ["", "GH100 [H200 SXM 141GB]"]
+    # every NVIDIA function, as scan() asks (the HD audio function 00:07.0 too)
+    nvidia = ["0000:00:06.0", "0000:00:07.0", "0000:c5:00.0", "0000:c6:00.0"]
+    assert [c[-1] for c in asked] == nvidia
+    assert all(c[:3] == [lspci, "-mm", "-s"] for c in asked)
+    asked.clear()
+    assert all(g["name"] == "" for g in pci_facts(str(sysfs), None)["gpus"])
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))  # no lspci: nothing is run
+    assert all(g["name"] == "" for g in pci_facts(str(sysfs), run_command)["gpus"])
+    assert asked == []
 
 
 # ---------------------------------------------------------------------------

@@ -646,3 +646,77 @@ def test_ansible_doc_renders():
         "other_version",
         "install_needed",
     }
+
+
+# ---------------------------------------------------------------------------
+# action_plugins/torch_env_plan.py: on the controller unless the host must be read
+# ---------------------------------------------------------------------------
+
+# SSH to port 9 on loopback is refused: a module run there would make the task unreachable.
+UNREACHABLE = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+
+
+def run_play(args: dict, tmp_path: Path, host_vars: dict) -> dict:
+    """ansible-playbook with one torch_env_plan task against an inventory host of its own."""
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"target": host_vars}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- hosts: target\n  gather_facts: false\n  tasks:\n"
+        "    - torch_env_plan: " + json.dumps(args) + "\n"
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
+        ANSIBLE_STDOUT_CALLBACK="json",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "local"),
+    )
+    proc = subprocess.run(
+        [ansible_bin("ansible-playbook"), "-i", str(inventory), str(playbook)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    data, _ = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{") :])
+    return data["plays"][0]["tasks"][0]["hosts"]["target"]
+
+
+@pytest.mark.slow
+def test_without_reading_the_host_it_answers_on_the_controller(tmp_path, capsys):
+    adopt = {**DEFAULTS, "mode": "adopt"}
+    result = run_play(adopt, tmp_path, UNREACHABLE)
+    assert not result.get("unreachable") and not result.get("failed"), result
+    failed, expected = run_module(adopt, capsys)
+    assert not failed
+    for key in ("commands", "installed", "missing", "other_version", "install_needed", "summary"):
+        assert result[key] == expected[key], key
+    assert result["installed_read"] is False and result["changed"] is False
+    assert "invocation" not in result  # no module ran
+
+
+@pytest.mark.slow
+def test_reading_the_installed_packages_runs_the_module_on_the_host(tmp_path):
+    result = run_play({**DEFAULTS, "read_installed": True}, tmp_path, UNREACHABLE)
+    assert result.get("unreachable") is True, result
+    python = tmp_path / "python"
+    _stand_in_python(python, [{"name": "torch", "version": "2.11.0+cu130"}])
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    args = {**DEFAULTS, "env_python": str(python), "read_installed": True}
+    result = run_play(args, tmp_path, local)
+    assert not result.get("failed"), result
+    assert result["installed"]["torch"] == "2.11.0+cu130" and result["installed_read"] is True
+    assert "invocation" in result  # the module ran on the host
+
+
+@pytest.mark.slow
+def test_the_controller_refuses_what_the_module_refuses(tmp_path):
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    result = run_play({**DEFAULTS, "mode": "snap", "torch_version": ""}, tmp_path, local)
+    assert result["failed"] is True and "mode" in result["msg"] and "snap" in result["msg"]
+    result = run_play({**DEFAULTS, "torch_version": ""}, tmp_path, local)
+    assert result["failed"] is True
+    assert result["msg"] == "torch_env_plan: torch_version must not be empty"
