@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.python_interpreter import read_interpreter, summary
 from ansible.module_utils.stack_plan import (
     python_package_pin,
     python_package_problem,
@@ -74,8 +74,6 @@ derived:
   type: list
 """
 
-PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"
-
 
 def main() -> None:
     module = AnsibleModule(
@@ -87,14 +85,12 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    python_version = None
-    if os.path.exists(p["python"]):
-        rc, out, err = module.run_command([p["python"], "-c", PROBE])
-        if rc != 0:
-            module.fail_json(msg=f"{p['python']} does not run ({err.strip() or rc})")
-        python_version = out.strip()
-    else:
-        python_version = p["python_version"] or None
+    # The interpreter there reports its own version (module_utils/python_interpreter.py);
+    # before it exists, the version it will have.
+    found = read_interpreter(p["python"], module.run_command)
+    if found["error"] or (found["exists"] and not found["executable"]):
+        module.fail_json(msg=summary(found))
+    python_version = found["version"] or p["python_version"] or None
     pins: Dict[str, Any] = {}
     derived: List[str] = []
     problems = []

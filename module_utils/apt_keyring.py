@@ -49,12 +49,6 @@ def keys(data: bytes) -> List[Dict[str, object]]:
     return primary_keys(data)
 
 
-def find(data: bytes, key_id: str) -> List[str]:
-    """The fingerprints of the keyring's primary keys that ``key_id`` names."""
-    wanted = normalize_id(key_id)
-    return [str(k["fingerprint"]) for k in keys(data) if str(k["fingerprint"]).endswith(wanted)]
-
-
 def without(data: bytes, key_id: str) -> Tuple[bytes, List[str], int]:
     """``(keyring without the keys key_id names, their fingerprints, keys left)``. The other
     keys' packets (and any packets before the first key) are kept byte for byte."""
@@ -73,4 +67,4 @@ def without(data: bytes, key_id: str) -> Tuple[bytes, List[str], int]:
     return b"".join(kept), [str(k["fingerprint"]) for k in removed], len(found) - len(removed)
 
 
-__all__ = ["OpenPGPError", "find", "keys", "normalize_id", "without"]
+__all__ = ["OpenPGPError", "keys", "normalize_id", "without"]

@@ -18,40 +18,21 @@ import sys
 import apt_keyring_key
 import pytest
 import yaml
-from ansible.module_utils.apt_keyring import find, keys, normalize_id, without
+from ansible.module_utils.apt_keyring import keys, normalize_id, without
 from ansible.module_utils.openpgp import OpenPGPError, packets
 from ansible.module_utils.testing import patch_module_args
 from conftest import REPO_ROOT
+from gpg_helpers import gpg, primary_fingerprints
 
-GPG = shutil.which("gpg")
 APT_KEY = shutil.which("apt-key")
 TRUST = 12
 
 
-def _gpg(home, *args):
-    if GPG is None:
-        pytest.fail("gpg is not installed on this machine (apt-get install gnupg): make apt-deps")
-    run = subprocess.run(
-        [GPG, "--batch", "--quiet", "--homedir", str(home), *args], capture_output=True, check=False
-    )
-    assert run.returncode == 0, run.stderr.decode()
-    return run.stdout
-
-
 def _listed(home, keyring) -> list:
     """Primary fingerprints gpg itself lists from a keyring file."""
-    out = _gpg(
-        home, "--no-default-keyring", "--keyring", str(keyring), "--with-colons", "--list-keys"
+    return primary_fingerprints(
+        gpg(home, "--no-default-keyring", "--keyring", str(keyring), "--with-colons", "--list-keys")
     )
-    fprs, primary = [], False
-    for line in out.decode().splitlines():
-        fields = line.split(":")
-        if fields[0] == "pub":
-            primary = True
-        elif fields[0] == "fpr" and primary:
-            fprs.append(fields[9])
-            primary = False
-    return fprs
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +45,11 @@ def made(tmp_path_factory):
         ("Kindling Other Vendor <other@kindling.invalid>", "ed25519"),
         ("Kindling Third Vendor <third@kindling.invalid>", "ed25519"),
     ):
-        _gpg(home, "--passphrase", "", "--quick-gen-key", uid, algo, "sign", "never")
-    listing = _gpg(home, "--with-colons", "--list-keys").decode()
+        gpg(home, "--passphrase", "", "--quick-gen-key", uid, algo, "sign", "never")
+    listing = gpg(home, "--with-colons", "--list-keys").decode()
     fprs = [ln.split(":")[9] for ln in listing.splitlines() if ln.startswith("fpr:")]
     old, other, third = fprs[0], fprs[1], fprs[2]
-    _gpg(home, "--passphrase", "", "--quick-add-key", old, "rsa2048", "encr", "never")
+    gpg(home, "--passphrase", "", "--quick-add-key", old, "rsa2048", "encr", "never")
     out = tmp_path_factory.mktemp("keyrings")
     # apt-key imports with a scratch home of its own, which trusts no key ultimately.
     scratch = tmp_path_factory.mktemp("apt-key-home")
@@ -76,8 +57,8 @@ def made(tmp_path_factory):
     ring = out / "trusted.gpg"
     ring.write_bytes(b"")  # apt-key made the file first: gpg then keeps the keyring format
     for fpr in (other, old, third):
-        (out / "key.gpg").write_bytes(_gpg(home, "--export", fpr))
-        _gpg(
+        (out / "key.gpg").write_bytes(gpg(home, "--export", fpr))
+        gpg(
             scratch,
             "--no-default-keyring",
             "--keyring",
@@ -87,9 +68,7 @@ def made(tmp_path_factory):
         )
     single = out / "single.gpg"
     single.write_bytes(b"")
-    _gpg(
-        scratch, "--no-default-keyring", "--keyring", str(single), "--import", str(out / "key.gpg")
-    )
+    gpg(scratch, "--no-default-keyring", "--keyring", str(single), "--import", str(out / "key.gpg"))
     yield {
         "home": scratch,
         "maker": home,
@@ -131,7 +110,7 @@ def test_ids_are_normalized_and_checked():
 
 
 @pytest.mark.parametrize("form", ["fingerprint", "long", "short", "spaced-lower"])
-def test_find_matches_the_end_of_the_primary_fingerprint(made, form):
+def test_a_key_matches_by_the_end_of_its_primary_fingerprint(made, form):
     old = made["old"]
     key_id = {
         "fingerprint": old,
@@ -139,21 +118,21 @@ def test_find_matches_the_end_of_the_primary_fingerprint(made, form):
         "short": old[-8:],
         "spaced-lower": " ".join(old[i : i + 4] for i in range(0, 40, 4)).lower(),
     }[form]
-    assert find(made["ring"], key_id) == [old]
+    assert without(made["ring"], key_id)[1] == [old]
 
 
-def test_find_does_not_match_the_start_or_a_subkey(made):
-    assert find(made["ring"], made["old"][:8]) == []
+def test_neither_the_start_nor_a_subkey_matches(made):
+    assert without(made["ring"], made["old"][:8])[1] == []
     sub = [
         ln.split(":")[9]
-        for ln in _gpg(
+        for ln in gpg(
             made["maker"], "--with-colons", "--with-subkey-fingerprint", "--list-keys", made["old"]
         )
         .decode()
         .splitlines()
         if ln.startswith("fpr:")
     ][1]
-    assert sub != made["old"] and find(made["ring"], sub) == []
+    assert sub != made["old"] and without(made["ring"], sub)[1] == []
 
 
 def test_without_keeps_the_other_keys_byte_for_byte_and_gpg_reads_them(made, tmp_path):
@@ -171,10 +150,10 @@ def test_without_an_absent_key_changes_nothing(made):
 
 
 def test_an_empty_keyring_holds_no_key_and_a_keybox_is_refused(made, tmp_path):
-    assert keys(b"") == [] and find(b"", "7FA2AF80") == []
+    assert keys(b"") == [] and without(b"", "7FA2AF80")[1] == []
     # gpg --keyring with a file that is not there yet makes a GnuPG keybox, not a keyring.
     box = tmp_path / "new.gpg"
-    _gpg(made["home"], "--no-default-keyring", "--keyring", str(box), "--import", made["key_file"])
+    gpg(made["home"], "--no-default-keyring", "--keyring", str(box), "--import", made["key_file"])
     data = box.read_bytes()
     assert data[8:12] == b"KBXf"
     with pytest.raises(OpenPGPError):

@@ -5,8 +5,6 @@ that gpg reads back, from ASCII-armored and binary files, with one key or two.""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 import pytest
 from ansible.module_utils.openpgp import (
@@ -18,32 +16,11 @@ from ansible.module_utils.openpgp import (
     packets,
     primary_keys,
 )
-
-GPG = shutil.which("gpg")
-
-
-def _gpg(home, *args, data=None):
-    if GPG is None:
-        pytest.fail("gpg is not installed on this machine (apt-get install gnupg): make apt-deps")
-    return subprocess.run(
-        [GPG, "--batch", "--quiet", "--homedir", str(home), *args],
-        input=data,
-        capture_output=True,
-        check=True,
-    ).stdout
+from gpg_helpers import gpg, primary_fingerprints
 
 
 def _gpg_fingerprints(home, key_file):
-    out = _gpg(home, "--with-colons", "--show-keys", str(key_file)).decode()
-    fprs, primary = [], False
-    for line in out.splitlines():
-        fields = line.split(":")
-        if fields[0] == "pub":
-            primary = True
-        elif fields[0] == "fpr" and primary:
-            fprs.append(fields[9])
-            primary = False
-    return fprs
+    return primary_fingerprints(gpg(home, "--with-colons", "--show-keys", str(key_file)))
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +32,17 @@ def keys(tmp_path_factory):
         ("Kindling Test A <a@kindling.invalid>", "rsa2048"),
         ("Kindling Test B <b@kindling.invalid>", "ed25519"),
     ):
-        _gpg(home, "--passphrase", "", "--quick-gen-key", uid, algo, "sign", "never")
-    listing = _gpg(home, "--with-colons", "--list-keys").decode()
+        gpg(home, "--passphrase", "", "--quick-gen-key", uid, algo, "sign", "never")
+    listing = gpg(home, "--with-colons", "--list-keys").decode()
     fprs = [ln.split(":")[9] for ln in listing.splitlines() if ln.startswith("fpr:")]
     a, b = fprs[0], fprs[1]
-    _gpg(home, "--passphrase", "", "--quick-add-key", a, "rsa2048", "encr", "never")
+    gpg(home, "--passphrase", "", "--quick-add-key", a, "rsa2048", "encr", "never")
     out = tmp_path_factory.mktemp("keys")
     files = {
-        "a.asc": _gpg(home, "--armor", "--export", a),
-        "a.gpg": _gpg(home, "--export", a),
-        "both.asc": _gpg(home, "--armor", "--export", a, b),
-        "b.gpg": _gpg(home, "--export", b),
+        "a.asc": gpg(home, "--armor", "--export", a),
+        "a.gpg": gpg(home, "--export", a),
+        "both.asc": gpg(home, "--armor", "--export", a, b),
+        "b.gpg": gpg(home, "--export", b),
     }
     for name, content in files.items():
         (out / name).write_bytes(content)

@@ -125,6 +125,15 @@ def test_an_interpreter_that_does_not_run_fails(tmp_path, capsys):
     assert "does not run" in result["msg"]
 
 
+def test_a_file_that_is_not_executable_fails_without_being_run(tmp_path, capsys):
+    python = make_python(tmp_path)
+    (tmp_path / "python3").chmod(0o644)
+    failed, result = run_module({"python": python, "packages": [IPYKERNEL]}, capsys)
+    assert failed
+    assert result["msg"] == f"{python} is not an executable file"
+    assert not (tmp_path / "argv.txt").exists()
+
+
 def test_an_uncatalogued_package_left_empty_fails(tmp_path, capsys):
     python = make_python(tmp_path, "3.10")
     failed, result = run_module(

@@ -31,8 +31,8 @@ from ansible.module_utils.signed_repository import (
     trial_problems,
 )
 from ansible.module_utils.testing import patch_module_args
+from gpg_helpers import gpg
 
-GPG = shutil.which("gpg")
 FTPARCHIVE = shutil.which("apt-ftparchive")
 
 
@@ -144,13 +144,9 @@ def test_only_unsigned_entries_for_the_same_url_conflict():
 
 
 def _gpg(home, *args):
-    if GPG is None or FTPARCHIVE is None:
-        pytest.fail(
-            "gpg and apt-ftparchive are needed (apt-get install gnupg apt-utils): make apt-deps"
-        )
-    return subprocess.run(
-        [GPG, "--batch", "--quiet", "--homedir", str(home), *args], capture_output=True, check=True
-    ).stdout
+    if FTPARCHIVE is None:
+        pytest.fail("apt-ftparchive is needed (apt-get install apt-utils): make apt-deps")
+    return gpg(home, *args)
 
 
 def _signed_flat_repo(root, home, fpr):
