@@ -35,6 +35,6 @@ class ActionModule(ActionBase):
                 msg="gpu_stack_check: " + "; ".join(validated.error_messages),
             )
             return result
-        checked = json.loads(json.dumps(stack_check.check(validated.validated_parameters)))
+        checked = json.loads(json.dumps(stack_check.check_or_reuse(validated.validated_parameters)))
         result.update(checked)
         return result

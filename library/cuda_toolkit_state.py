@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.cuda_link import state as link_state
 from ansible.module_utils.toolkit_state import nvcc_path, plan
 
 DOCUMENTATION = r"""
@@ -58,6 +59,17 @@ options:
     description: The host's architecture (C(ansible_facts.architecture)).
     type: str
     required: true
+  link:
+    description:
+      - Also read, in the same run, how this link (C(cuda_home)) is selected and which
+        ld.so.conf.d entries are stale, and return it as RV(link), what cuda_link_state
+        returns (module_utils/cuda_link.py). The entries kept are this result's
+        RV(ld_conf) with the C(cuda_repo) method. The role reads it again only after a
+        toolkit was installed.
+    type: path
+  link_path:
+    description: The toolkit the link should select (cuda_link_state's C(path)), with O(link).
+    type: path
 attributes:
   check_mode:
     support: full
@@ -79,6 +91,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+link:
+  description: With O(link), cuda_link_state's result for O(link) and O(link_path).
+  returned: when link is given
+  type: dict
 nvcc_paths:
   description: Each toolkit's nvcc.
   returned: always
@@ -125,6 +141,8 @@ def main() -> None:
             "cudnn_method": {"type": "str", "default": "apt"},
             "cudnn_version": {"type": "str", "default": ""},
             "machine": {"type": "str", "required": True},
+            "link": {"type": "path"},
+            "link_path": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -155,6 +173,15 @@ def main() -> None:
         )
     except ValueError as exc:
         module.fail_json(msg=f"cuda_toolkit_state: {exc}")
+    if p["link"]:
+        result["link"] = link_state(
+            p["link"],
+            p["link_path"],
+            # rc 2 (no such link group) is an answer, as in cuda_link_state.
+            lambda argv: module.run_command(argv, handle_exceptions=False),
+            binary=module.get_bin_path("update-alternatives"),
+            ld_conf_keep=result["ld_conf"] if p["method"] == "cuda_repo" else None,
+        )
     module.exit_json(changed=False, **result)
 
 

@@ -8,7 +8,7 @@ controller, so this module runs only where that plugin is not loaded.
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.stack_check import ARGUMENT_SPEC, check
+from ansible.module_utils.stack_check import ARGUMENT_SPEC, check_or_reuse
 
 DOCUMENTATION = r"""
 ---
@@ -131,6 +131,15 @@ options:
         problems are only returned.
     type: bool
     default: true
+  reuse:
+    description:
+      - An earlier result of this check (one, a list, or a loop's register). When one of them
+        was checked with exactly these inputs (every option but O(reuse) and
+        O(fail_on_problems)), it is returned again with RV(reused) true and nothing is
+        checked twice. The preflight runs each stage's check before any change, and the
+        stage passes that result back; an input that changed since (a driver the stage
+        installed, which nvidia-smi now reports) means a new check.
+    type: raw
 attributes:
   check_mode:
     support: full
@@ -229,6 +238,14 @@ notes:
   returned: always
   type: list
   elements: str
+params:
+  description: The inputs it was checked with (all options but O(reuse) and O(fail_on_problems)).
+  returned: always
+  type: dict
+reused:
+  description: Whether the result is an earlier check's of the same inputs (O(reuse)).
+  returned: always
+  type: bool
 msg:
   description: Summary; on failure, every problem with its fix.
   returned: always
@@ -238,7 +255,7 @@ msg:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    result = check(module.params)
+    result = check_or_reuse(module.params)
     if result.pop("failed"):
         module.fail_json(**result)
     module.exit_json(**result)

@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_state import reboot_plan
+from ansible.module_utils.driver_state import REBOOT_PLAN_SPEC, reboot_plan_for
 
 DOCUMENTATION = r"""
 ---
@@ -21,7 +18,9 @@ description:
   - nvidia-smi reporting that the driver is installed but not loaded comes first; then a
     driver change in this boot (now, or recorded by an earlier run of this boot); then
     C(policy) C(always).
-  - Reads only; supports check mode.
+  - Reads only; supports check mode. With O(change_record) it reads nothing, and
+    action_plugins/nvidia_driver_reboot_plan.py decides on the controller.
+  - One of O(state_dir) and O(change_record) is required.
 version_added: "0.6.0"
 author:
   - Kindling maintainers
@@ -32,10 +31,16 @@ options:
     required: true
   state_dir:
     description:
-      - The role's state directory (C(nvidia_driver_state_dir)).
+      - The role's state directory (C(nvidia_driver_state_dir)), read when O(change_record)
+        is not given.
       - The record is C(nvidia_driver/changed.json) in it.
     type: path
-    required: true
+  change_record:
+    description:
+      - The record and this boot's id as nvidia_driver_state read them (its C(state_dir)
+        option, result C(change_record), keys C(record) and C(boot_id)). Given, nothing is
+        read on the host, and the action plugin decides on the controller.
+    type: dict
   nvidia_smi:
     description: The nvidia_smi facts.
     type: dict
@@ -96,46 +101,13 @@ smi_reboot:
   type: bool
 """
 
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError:
-        return ""
-
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "changed_now": {"type": "bool", "required": True},
-            "state_dir": {"type": "path", "required": True},
-            "nvidia_smi": {"type": "dict", "required": True},
-            "kernel_module": {"type": "dict", "required": True},
-            "policy": {"type": "str", "required": True},
-            "packages": {"type": "list", "elements": "str", "default": []},
-            "version_glob": {"type": "str", "default": ""},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    text = _read(os.path.join(p["state_dir"], "nvidia_driver", "changed.json"))
+    module = AnsibleModule(argument_spec=REBOOT_PLAN_SPEC, supports_check_mode=True)
     try:
-        record = json.loads(text) if text.strip() else None
-    except ValueError:
-        record = None  # a damaged record counts as none: nothing recorded in this boot
-    result = reboot_plan(
-        p["changed_now"],
-        record,
-        _read(BOOT_ID),
-        p["nvidia_smi"],
-        p["kernel_module"],
-        p["policy"],
-        p["packages"],
-        p["version_glob"],
-    )
+        result = reboot_plan_for(module.params)
+    except ValueError as exc:
+        module.fail_json(msg=f"nvidia_driver_reboot_plan: {exc}")
     module.exit_json(changed=False, **result)
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_state import decide, query_dpkg, read_secure_boot
+from ansible.module_utils.driver_state import (
+    decide,
+    query_dpkg,
+    read_change_record,
+    read_secure_boot,
+)
+from ansible.module_utils.kernel_module_state import read as read_kernel_module
 
 DOCUMENTATION = r"""
 ---
@@ -75,6 +81,24 @@ options:
         (C(mokutil --sb-state) too, when installed). Returned as C(secure_boot).
     type: path
     default: /sys/firmware/efi/efivars
+  kernel_module_facts:
+    description:
+      - Also read where the kernel module stands for the running kernel, in the same run, and
+        return it as C(ansible_facts.nvidia_kernel_module), what nvidia_kernel_module_facts
+        returns (module_utils/kernel_module_state.py). The role reads it again only after
+        packages changed.
+    type: bool
+    default: false
+  in_container:
+    description: The host is a container, running another host's kernel (O(kernel_module_facts)).
+    type: bool
+    default: false
+  state_dir:
+    description:
+      - The role's state directory (C(nvidia_driver_state_dir)). Given, the role's record of a
+        driver change (C(nvidia_driver/changed.json)) and this boot's id are read too and
+        returned as RV(change_record), for nvidia_driver_reboot_plan's C(change_record).
+    type: path
 attributes:
   check_mode:
     support: full
@@ -96,6 +120,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+change_record:
+  description: With O(state_dir), C(record) (changed.json, parsed, or null) and C(boot_id).
+  returned: when state_dir is given
+  type: dict
+ansible_facts:
+  description: C(nvidia_kernel_module), as nvidia_kernel_module_facts returns it.
+  returned: when kernel_module_facts is true
+  type: dict
 secure_boot:
   description: C(enabled), the C(source) that said so (efi variable, mokutil) and a C(detail).
   returned: always
@@ -145,6 +177,9 @@ def main() -> None:
             "minimum": {"type": "str", "default": ""},
             "keep": {"type": "list", "elements": "str", "default": []},
             "efivars_path": {"type": "path", "default": "/sys/firmware/efi/efivars"},
+            "kernel_module_facts": {"type": "bool", "default": False},
+            "in_container": {"type": "bool", "default": False},
+            "state_dir": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -165,6 +200,12 @@ def main() -> None:
         keep=p["keep"],
     )
     result["secure_boot"] = read_secure_boot(module, p["efivars_path"])
+    if p["state_dir"]:
+        result["change_record"] = read_change_record(p["state_dir"])
+    if p["kernel_module_facts"]:
+        result["ansible_facts"] = {
+            "nvidia_kernel_module": read_kernel_module(module, p["in_container"])
+        }
     module.exit_json(changed=False, **result)
 
 

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kernel_module_state import decide, parse_proc_version
+from ansible.module_utils.kernel_module_state import read
 
 DOCUMENTATION = r"""
 ---
@@ -64,33 +62,7 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    kernel = os.uname().release
-    dkms_text = ""
-    dkms = module.get_bin_path("dkms")
-    if dkms:
-        rc, out, _err = module.run_command([dkms, "status"])
-        dkms_text = out if rc == 0 else ""
-    modinfo_version = ""
-    modinfo = module.get_bin_path("modinfo")
-    if modinfo:
-        rc, out, _err = module.run_command(
-            [modinfo, "-k", kernel, "-F", "version", module.params["module"]]
-        )
-        modinfo_version = out.strip() if rc == 0 else ""
-    loaded = ""
-    try:
-        with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as handle:
-            loaded = parse_proc_version(handle.read())
-    except OSError:
-        pass
-    state = decide(
-        kernel,
-        dkms_text,
-        modinfo_version=modinfo_version,
-        loaded_version=loaded,
-        headers_present=os.path.isdir(f"/lib/modules/{kernel}/build"),
-        in_container=module.params["in_container"],
-    )
+    state = read(module, module.params["in_container"], module.params["module"])
     module.exit_json(changed=False, ansible_facts={"nvidia_kernel_module": state})
 
 

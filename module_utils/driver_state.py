@@ -16,6 +16,7 @@ Runs on target hosts: Python 3.8, standard library only.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 from typing import Any, Dict, List, Optional
@@ -276,3 +277,67 @@ def reboot_plan(
         "reboot_needed": changed_this_boot or smi_reboot or policy == "always",
         "reason": reason,
     }
+
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+# nvidia_driver_reboot_plan's options: the module's and its action plugin's one spec.
+REBOOT_PLAN_SPEC: Dict[str, Any] = {
+    "changed_now": {"type": "bool", "required": True},
+    "state_dir": {"type": "path"},
+    "change_record": {"type": "dict"},
+    "nvidia_smi": {"type": "dict", "required": True},
+    "kernel_module": {"type": "dict", "required": True},
+    "policy": {"type": "str", "required": True},
+    "packages": {"type": "list", "elements": "str", "default": []},
+    "version_glob": {"type": "str", "default": ""},
+}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def read_change_record(state_dir: str, boot_id_path: Optional[str] = None) -> Dict[str, Any]:
+    """The role's record of a driver change (``<state_dir>/nvidia_driver/changed.json``,
+    parsed, or None) and this boot's id: what reboot_plan needs from the host.
+
+    nvidia_driver_state reads it in the stage's preflight (``state_dir``); the record is
+    written again only when the stage changes packages, and then ``changed_now`` decides.
+    """
+    text = _read(os.path.join(state_dir, "nvidia_driver", "changed.json"))
+    try:
+        record = json.loads(text) if text.strip() else None
+    except ValueError:
+        record = None  # a damaged record counts as none: nothing recorded in this boot
+    return {
+        "record": record if isinstance(record, dict) else None,
+        "boot_id": _read(boot_id_path or BOOT_ID),
+    }
+
+
+def reboot_plan_for(params: Dict[str, Any]) -> Dict[str, Any]:
+    """reboot_plan for REBOOT_PLAN_SPEC's validated ``params``.
+
+    With ``change_record`` (what nvidia_driver_state read) nothing is read, so the action
+    plugin answers on the controller; with only ``state_dir`` the host is read here.
+    """
+    found = params.get("change_record")
+    if found is None:
+        if not params.get("state_dir"):
+            raise ValueError("one of state_dir or change_record is required")
+        found = read_change_record(params["state_dir"])
+    return reboot_plan(
+        params["changed_now"],
+        found.get("record"),
+        str(found.get("boot_id") or ""),
+        params["nvidia_smi"],
+        params["kernel_module"],
+        params["policy"],
+        params["packages"],
+        params["version_glob"],
+    )

@@ -22,6 +22,7 @@ Runs on target hosts: Python 3.8, standard library only.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Dict, List, Optional
 
@@ -167,3 +168,37 @@ def parse_proc_version(text: str) -> str:
     """
     match = _PROC.search(text or "")
     return match.group(1) if match else ""
+
+
+def read(module: Any, in_container: bool = False, name: str = "nvidia") -> Dict[str, Any]:
+    """Read the host and decide: ``dkms status``, ``modinfo -k <running kernel> -F version``,
+    /proc/driver/nvidia/version and the running kernel's build directory.
+
+    ``module`` is the AnsibleModule (its get_bin_path and run_command); nvidia_kernel_module_facts
+    and nvidia_driver_state (``kernel_module_facts``) both read through here.
+    """
+    kernel = os.uname().release
+    dkms_text = ""
+    dkms = module.get_bin_path("dkms")
+    if dkms:
+        rc, out, _err = module.run_command([dkms, "status"])
+        dkms_text = out if rc == 0 else ""
+    modinfo_version = ""
+    modinfo = module.get_bin_path("modinfo")
+    if modinfo:
+        rc, out, _err = module.run_command([modinfo, "-k", kernel, "-F", "version", name])
+        modinfo_version = out.strip() if rc == 0 else ""
+    loaded = ""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as handle:
+            loaded = parse_proc_version(handle.read())
+    except OSError:
+        pass
+    return decide(
+        kernel,
+        dkms_text,
+        modinfo_version=modinfo_version,
+        loaded_version=loaded,
+        headers_present=os.path.isdir(f"/lib/modules/{kernel}/build"),
+        in_container=in_container,
+    )

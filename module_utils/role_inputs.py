@@ -191,6 +191,7 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             "and the whole plan by gpu_stack_check"
         ),
         "gpu_preflight_fail_on_incompatible": Spec(),
+        "gpu_preflight_check_stages": Spec(),
         "gpu_preflight_ram_per_gpu_memory": Float(0, 16, why="a multiple of the GPU memory"),
         "gpu_preflight_min_free_disk_gb": Int(0, 100000, "GB"),
         "gpu_preflight_disk_paths": ListOf(AbsPath(example="/opt"), min_len=1),

@@ -26,7 +26,7 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
     monkeypatch.setenv("MOLECULE_EPHEMERAL_DIRECTORY", str(tmp_path))
     inventory = write_inventory(tmp_path / "hosts.yml", CONTAINER, scenario_group_vars("default"))
     before = snapshot()
-    result = run_playbook(test_host, "site.yml", {}, "--check", "--diff", inventory=inventory)
+    result = run_playbook(test_host, "site.yml", {}, "--check", "--diff", "-v", inventory=inventory)
     after = snapshot()
     output = one_line(result.stdout + result.stderr)
     assert result.returncode == 0, result.stdout[-5000:]
@@ -45,3 +45,32 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
     assert "Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg" in output
     assert "TASK [conda_pytorch :" in output and "TASK [jupyter :" in output
     assert before == after, "site.yml --check changed the host:\n" + snapshot_diff(before, after)
+    # One stack, checked once: each GPU stage's check runs in stage 1, before any change, and
+    # the stage gets that result back (nothing changed the driver in between).
+    for task in STAGE_CHECKS:
+        assert reused_flags(result.stdout, task) == [False, True], task
+
+
+# Each GPU stage's gpu_stack_check task (its tasks/stack.yml, the `stack` entry point).
+STAGE_CHECKS = (
+    "nvidia_driver : Check the planned driver and work out its packages "
+    "(module_utils/stack_plan.py)",
+    "cuda : Check the toolkits and cuDNN and work out their packages (module_utils/stack_plan.py)",
+    "conda_pytorch : Check torch, the wheel variant, Python and the GPUs against the "
+    "compatibility table",
+)
+
+
+def reused_flags(stdout: str, task: str) -> list:
+    """Each run of ``task`` in a -v run's output, in order: whether its result was reused.
+
+    A loop's item results each carry the flag; the task counts as reused when all do.
+    """
+    flags = []
+    for block in stdout.split("\nTASK [")[1:]:
+        if not block.startswith(task + "]"):
+            continue
+        found = re.findall(r"^\s*reused: (true|false)$", block, flags=re.MULTILINE)
+        assert found, f"{task}: no result with a reused flag:\n{block[:2000]}"
+        flags.append(all(flag == "true" for flag in found))
+    return flags

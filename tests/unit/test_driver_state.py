@@ -8,6 +8,7 @@ which records its arguments and prints such lines.
 from __future__ import annotations
 
 import json
+import os
 import stat
 
 import nvidia_driver_state
@@ -349,6 +350,27 @@ def test_module_fails_when_dpkg_query_fails(fake_dpkg_query, capsys):
     assert "no packages found matching" in result["msg"]
 
 
+def test_module_reads_the_kernel_module_in_the_same_run_when_asked(
+    fake_dpkg_query, tmp_path, capsys
+):
+    fake_dpkg_query(rc=0)
+    bindir = tmp_path / "bin"
+    kernel = os.uname().release
+    dkms = bindir / "dkms"
+    dkms.write_text(f"#!/bin/sh\necho 'nvidia/580.95.05, {kernel}, x86_64: installed'\n")
+    dkms.chmod(0o755)
+    _, without = run_module(MODULE_ARGS, capsys)
+    assert "ansible_facts" not in without
+    failed, result = run_module(dict(MODULE_ARGS, kernel_module_facts=True), capsys)
+    assert not failed
+    facts = result["ansible_facts"]["nvidia_kernel_module"]
+    # What nvidia_kernel_module_facts returns for the same host (the same reader).
+    assert facts["running_kernel"] == kernel
+    assert [row["version"] for row in facts["dkms"]] == ["580.95.05"]
+    assert facts["state"] in ("built", "loaded", "stale")
+    assert result["outcome"] == "install"  # the driver decision is unchanged
+
+
 # --- after the stage: what is wrong with the driver (nvidia_driver_verdict)
 
 WORKS = {"present": True, "error": None, "driver_version": "580.95.05"}
@@ -474,12 +496,13 @@ def test_reboot_plan(changed_now, record, smi, policy, needed, reason):
 
 def test_the_reboot_plan_module_reads_the_record(tmp_path, capsys, monkeypatch):
     import nvidia_driver_reboot_plan as module
+    from ansible.module_utils import driver_state
 
     (tmp_path / "nvidia_driver").mkdir()
     (tmp_path / "nvidia_driver" / "changed.json").write_text(json.dumps(RECORD))
     boot = tmp_path / "boot_id"
     boot.write_text(BOOT)
-    monkeypatch.setattr(module, "BOOT_ID", str(boot))
+    monkeypatch.setattr(driver_state, "BOOT_ID", str(boot))
     args = {
         "changed_now": False,
         "state_dir": str(tmp_path),
@@ -498,6 +521,73 @@ def test_the_reboot_plan_module_reads_the_record(tmp_path, capsys, monkeypatch):
     with patch_module_args(args), pytest.raises(SystemExit):
         module.main()
     assert json.loads(capsys.readouterr().out)["reboot_needed"] is False
+
+
+def test_the_state_module_reads_the_record_for_the_reboot_plan(
+    fake_dpkg_query, tmp_path, capsys, monkeypatch
+):
+    from ansible.module_utils import driver_state
+
+    fake_dpkg_query(rc=0)
+    (tmp_path / "nvidia_driver").mkdir()
+    (tmp_path / "nvidia_driver" / "changed.json").write_text(json.dumps(RECORD))
+    boot = tmp_path / "boot_id"
+    boot.write_text(BOOT)
+    monkeypatch.setattr(driver_state, "BOOT_ID", str(boot))
+    _, without = run_module(MODULE_ARGS, capsys)
+    assert "change_record" not in without
+    _, result = run_module(dict(MODULE_ARGS, state_dir=str(tmp_path)), capsys)
+    assert result["change_record"] == {"record": RECORD, "boot_id": BOOT}
+
+
+def test_the_reboot_plan_module_reads_nothing_given_the_record(tmp_path, capsys):
+    import nvidia_driver_reboot_plan as module
+
+    args = {
+        "changed_now": False,
+        "change_record": {"record": RECORD, "boot_id": BOOT},
+        "state_dir": str(tmp_path / "not-there"),
+        "nvidia_smi": WORKS,
+        "kernel_module": KM_LOADED,
+        "policy": "coordinated",
+    }
+    with patch_module_args(args), pytest.raises(SystemExit):
+        module.main()
+    result = json.loads(capsys.readouterr().out)
+    # The record given, not the (missing) state directory, decided: a change in this boot.
+    assert result["reboot_needed"] is True and result["changed_this_boot"] is True
+    another_boot = dict(args, change_record={"record": RECORD, "boot_id": "another\n"})
+    with patch_module_args(another_boot), pytest.raises(SystemExit):
+        module.main()
+    assert json.loads(capsys.readouterr().out)["reboot_needed"] is False
+    neither = {k: v for k, v in args.items() if k not in ("change_record", "state_dir")}
+    with patch_module_args(neither), pytest.raises(SystemExit) as exc:
+        module.main()
+    assert exc.value.code != 0
+    assert "one of state_dir or change_record" in json.loads(capsys.readouterr().out)["msg"]
+
+
+@pytest.mark.slow
+def test_the_reboot_plan_is_decided_on_the_controller_given_the_record(tmp_path):
+    from test_gpu_stack_check import run_on_controller_task
+
+    args = {
+        "changed_now": False,
+        "change_record": {"record": RECORD, "boot_id": BOOT},
+        "nvidia_smi": WORKS,
+        "kernel_module": KM_LOADED,
+        "policy": "coordinated",
+    }
+    # The host refuses SSH: any module run there would make the task unreachable.
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+    result = run_on_controller_task("nvidia_driver_reboot_plan", args, tmp_path, unreachable)
+    assert not result.get("unreachable"), result
+    assert result["reboot_needed"] is True and "invocation" not in result
+    # Without the record the module must read the host: unreachable.
+    del args["change_record"]
+    args["state_dir"] = "/var/lib/kindling"
+    result = run_on_controller_task("nvidia_driver_reboot_plan", args, tmp_path, unreachable)
+    assert result.get("unreachable") is True
 
 
 # ---------------------------------------------------------------------------

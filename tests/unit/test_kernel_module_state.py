@@ -15,6 +15,7 @@ import stat
 
 import nvidia_kernel_module_facts
 import pytest
+from ansible.module_utils import kernel_module_state
 from ansible.module_utils.kernel_module_state import (
     decide,
     nvidia_rows,
@@ -333,8 +334,10 @@ def fake_tools(tmp_path, monkeypatch):
             raise FileNotFoundError(path)
         return real_open(path, *args, **kwargs)
 
-    # The module's own global `open`, so the host's /proc does not decide the test.
-    monkeypatch.setattr(nvidia_kernel_module_facts, "open", no_proc, raising=False)
+    # The reader's own global `open` (module_utils/kernel_module_state.py's read, which
+    # nvidia_kernel_module_facts and nvidia_driver_state share), so the host's /proc does
+    # not decide the test.
+    monkeypatch.setattr(kernel_module_state, "open", no_proc, raising=False)
     return install
 
 

@@ -209,8 +209,17 @@ def test_module_words_an_exec_format_error_instead_of_run_commands_bare_text(tmp
 
 
 def preflight():
-    path = REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "preflight.yml"
+    """The stage's stack entry point (tasks/stack.yml), which its preflight imports."""
+    path = REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "stack.yml"
     return yaml.safe_load(path.read_text())
+
+
+def test_the_preflight_imports_the_stack_entry_point():
+    path = REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "preflight.yml"
+    tasks = yaml.safe_load(path.read_text())
+    assert {"ansible.builtin.import_tasks": "stack.yml"}.items() <= next(
+        t for t in tasks if "ansible.builtin.import_tasks" in t
+    ).items()
 
 
 def task(tasks, name):
@@ -235,8 +244,12 @@ def test_preflight_reads_the_interpreter_in_one_module_run_before_gpu_stack_chec
     for gone in ("ansible.builtin.stat", "ansible.builtin.command", "stat", "command"):
         assert gone not in modules, f"{gone}: the read is the module's now"
     t = tasks[read]
-    assert t["register"] == "conda_pytorch__base_python"
-    assert t["when"] == "conda_pytorch_mode in ['adopt', 'venv']"
+    assert t["register"] == "conda_pytorch__base_python_read"
+    # Once per run and interpreter: the stage keeps what the preflight read.
+    assert t["when"] == [
+        "conda_pytorch__base_python_path | length > 0",
+        "conda_pytorch__base_python.path | default('') != conda_pytorch__base_python_path",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -259,11 +272,15 @@ def test_a_missing_interpreter_is_refused_with_the_roles_message(
         tasks, "Read the interpreter that makes or is the environment, and its Python version"
     )
     refuse = task(tasks, "Refuse a missing interpreter")
+    resolve = task(tasks, "Resolve the mode and the environment's paths")
+    expr = resolve["ansible.builtin.set_fact"]["conda_pytorch__base_python_path"]
     variables = {
         "conda_pytorch_mode": mode,
         "conda_pytorch_python": python,
+        "conda_pytorch_backend": "venv",
         "conda_pytorch_venv_python": venv_python,
     }
+    variables["conda_pytorch__base_python_path"] = render(expr, **variables).strip()
     path = render(read["python_interpreter_facts"]["path"], **variables)
     assert path == (python if mode == "adopt" else venv_python)
     result = read_interpreter(path, never_run)
@@ -276,8 +293,9 @@ def test_a_missing_interpreter_is_refused_with_the_roles_message(
 
 
 def test_gpu_stack_check_gets_the_read_version_or_the_conda_setting():
-    fact = task(tasks := preflight(), "Record the Python version the environment has or will have")
-    expr = fact["ansible.builtin.set_fact"]["conda_pytorch__effective_python_version"]
+    tasks = preflight()
+    role_vars = REPO_ROOT / "roles" / "conda_pytorch" / "vars" / "main.yml"
+    expr = yaml.safe_load(role_vars.read_text())["conda_pytorch__effective_python_version"]
     check = task(
         tasks, "Check torch, the wheel variant, Python and the GPUs against the compatibility table"
     )
@@ -288,7 +306,7 @@ def test_gpu_stack_check_gets_the_read_version_or_the_conda_setting():
     found = read_interpreter(sys.executable, run)
     venv = render(
         expr,
-        conda_pytorch_mode="venv",
+        conda_pytorch__base_python_path="/usr/bin/python3",
         conda_pytorch__base_python=found,
         conda_pytorch_python_version=3.9,
     )
@@ -296,8 +314,7 @@ def test_gpu_stack_check_gets_the_read_version_or_the_conda_setting():
     # conda mode: the read was skipped, its result has no version, the setting is used
     conda = render(
         expr,
-        conda_pytorch_mode="conda",
+        conda_pytorch__base_python_path="",
         conda_pytorch_python_version=3.11,
-        conda_pytorch__base_python={"skipped": True, "changed": False},
     )
     assert conda.strip() == "3.11"

@@ -165,3 +165,29 @@ def test_the_module_names_a_missing_plan(tmp_path, capsys):
     assert (
         failed and result["msg"] == "cuda_toolkit_state: gpu_stack_check gave no plan for CUDA 11.8"
     )
+
+
+def test_the_module_reads_the_link_in_the_same_run_when_asked(tmp_path, capsys):
+    # cuda_home here is a plain link to the 12.4 toolkit; this machine's update-alternatives
+    # has no "cuda" group, so the link is the role's to keep (cuda_link_state's answer).
+    (tmp_path / "cuda-12.4").mkdir()
+    link = tmp_path / "cuda"
+    link.symlink_to(tmp_path / "cuda-12.4")
+    args = {
+        "versions": ["12.4"],
+        "stack": STACK[:1],
+        "method": "cuda_repo",
+        "prefix": str(tmp_path),
+        "machine": "x86_64",
+        "cudnn_install": False,
+    }
+    _, without = run_module(args, capsys)
+    assert "link" not in without
+    failed, result = run_module(
+        dict(args, link=str(link), link_path=str(tmp_path / "cuda-12.4")), capsys
+    )
+    assert not failed, result
+    assert result["link"]["reaches"] is True
+    assert result["link"]["managed"] is False and result["link"]["action"] == "link"
+    assert result["link"]["alternatives"]["exists"] is False
+    assert result["missing"] == ["12.4"]  # the plan is unchanged (no nvcc there)

@@ -1,0 +1,91 @@
+#!/usr/bin/python
+"""Ansible module: write small files the controller rendered, in one module run."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.managed_files import ARGUMENT_SPEC, write
+
+DOCUMENTATION = r"""
+---
+module: managed_files
+short_description: Write small rendered files in one module run, each only when it differs
+description:
+  - Writes each file of O(files) whose bytes differ from O(files[].content), atomically (a
+    temporary file in the same directory, then a rename), and sets owner, group and mode
+    with Ansible's own file-attribute code (module_utils/managed_files.py).
+  - For the roles' few small files (profile.d snippets, an ld.so.conf.d entry), rendered on
+    the controller with C(lookup('ansible.builtin.template', ...)). ansible.builtin.template
+    costs two module runs even when nothing changes (stat, then file); this costs one.
+  - Check mode reports what would change and writes nothing; diff mode shows each change.
+  - The directory must exist.
+version_added: "0.9.0"
+author:
+  - Kindling maintainers
+options:
+  files:
+    description: The files to write.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: Where the file goes.
+        type: path
+        required: true
+      content:
+        description: Its whole content.
+        type: str
+        required: true
+      owner:
+        description: Its owner (unchanged when omitted).
+        type: str
+      group:
+        description: Its group (unchanged when omitted).
+        type: str
+      mode:
+        description: Its mode, quoted octal such as V("0644") (unchanged when omitted).
+        type: raw
+attributes:
+  check_mode:
+    support: full
+    description: Reports, writes nothing.
+  diff_mode:
+    support: full
+    description: Each changed file's content before and after.
+"""
+
+EXAMPLES = r"""
+- name: Write the login-shell environment and the linker path
+  managed_files:
+    files:
+      - path: /etc/profile.d/cuda.sh
+        content: "{{ lookup('ansible.builtin.template', 'cuda.sh.j2') }}"
+        owner: root
+        group: root
+        mode: "0644"
+"""
+
+RETURN = r"""
+files:
+  description:
+    - Per file, C(path), whether it C(changed) (content or attributes) and whether it was
+      C(created).
+  returned: always
+  type: list
+  elements: dict
+diff:
+  description: Each changed file's C(before) and C(after) content, with headers.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.exit_json(**write(module))
+
+
+if __name__ == "__main__":
+    main()
