@@ -7,6 +7,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.cuda_link import state as link_state
+from ansible.module_utils.managed_files import describe
 from ansible.module_utils.toolkit_state import nvcc_path, plan
 
 DOCUMENTATION = r"""
@@ -70,6 +71,15 @@ options:
   link_path:
     description: The toolkit the link should select (cuda_link_state's C(path)), with O(link).
     type: path
+  files:
+    description:
+      - Also describe, in the same run, these files and, with the C(cuda_repo) method, the
+        RV(ld_conf) file (module_utils/managed_files.py C(describe)), returned as RV(files).
+        The configure step hands that to managed_files as its C(current), so a re-run writes
+        nothing and runs no module for them.
+    type: list
+    elements: path
+    default: []
 attributes:
   check_mode:
     support: full
@@ -127,6 +137,14 @@ summary:
   description: One line saying what the role will install and what is there.
   returned: always
   type: str
+files:
+  description:
+    - Each file of O(files), then the RV(ld_conf) file with the C(cuda_repo) method, as
+      managed_files' C(current) takes it - C(path), C(regular), C(sha256), C(owner),
+      C(owner_id), C(group), C(group_id), C(mode).
+  returned: always
+  type: list
+  elements: dict
 """
 
 
@@ -143,6 +161,7 @@ def main() -> None:
             "machine": {"type": "str", "required": True},
             "link": {"type": "path"},
             "link_path": {"type": "path"},
+            "files": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
@@ -182,6 +201,8 @@ def main() -> None:
             binary=module.get_bin_path("update-alternatives"),
             ld_conf_keep=result["ld_conf"] if p["method"] == "cuda_repo" else None,
         )
+    described = list(p["files"]) + ([result["ld_conf"]] if p["method"] == "cuda_repo" else [])
+    result["files"] = [describe(path) for path in described]
     module.exit_json(changed=False, **result)
 
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.managed_files import ARGUMENT_SPEC, write
+from ansible.module_utils.managed_files import ACTION_SPEC, write
 
 DOCUMENTATION = r"""
 ---
@@ -19,6 +19,9 @@ description:
     costs two module runs even when nothing changes (stat, then file); this costs one.
   - Check mode reports what would change and writes nothing; diff mode shows each change.
   - The directory must exist.
+  - With O(current), the files as an earlier module run of the same stage read them, the
+    controller compares and runs nothing on the host when every file already has its
+    content, owner, group and mode (action_plugins/managed_files.py).
 version_added: "0.9.0"
 author:
   - Kindling maintainers
@@ -46,6 +49,16 @@ options:
       mode:
         description: Its mode, quoted octal such as V("0644") (unchanged when omitted).
         type: raw
+  current:
+    description:
+      - Each file as read earlier in the same stage (module_utils/managed_files.py
+        C(describe), e.g. cuda_toolkit_state's RV(files)), with C(path), C(regular),
+        C(sha256), C(owner), C(owner_id), C(group), C(group_id) and C(mode).
+      - When every file of O(files) is as wanted by that read, nothing runs on the host
+        and the task reports no change. A file it does not describe is written as usual.
+      - Pass it only when nothing in between can have changed the files.
+    type: list
+    elements: dict
 attributes:
   check_mode:
     support: full
@@ -83,7 +96,8 @@ diff:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    # current is the controller side's (action_plugins/managed_files.py); here it is unused.
+    module = AnsibleModule(argument_spec=ACTION_SPEC, supports_check_mode=True)
     module.exit_json(**write(module))
 
 

@@ -8,6 +8,7 @@ import subprocess
 from typing import Any, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.python_interpreter import ran
 from ansible.module_utils.torch_probe import (
     DEFAULT_PYTHON,
     PROC_DRIVER_VERSION,
@@ -85,6 +86,8 @@ options:
         C(torch/version.py), without importing torch (tens of milliseconds), and returns them
         as C(torch_build) (C(found), C(torch_version), C(built_cuda_version),
         C(python_version), C(error)); no fact is set. For a role that needs only the build.
+        The probe ran the interpreter, so the answer also says what python_interpreter_facts
+        would (RV(interpreter)).
     type: str
     choices: [full, build]
     default: full
@@ -127,6 +130,14 @@ EXAMPLES = r"""
 RETURN = r"""
 torch_build:
   description: With O(depth=build), torch's release and build CUDA, read from its version.py.
+  returned: when depth is build
+  type: dict
+interpreter:
+  description:
+    - With O(depth=build), what python_interpreter_facts returns for O(python) (C(interpreter),
+      C(exists), C(executable), C(version) as major.minor, C(error)), from the build probe's
+      run (module_utils/python_interpreter.py C(ran)). Null when the probe could not run it;
+      python_interpreter_facts then gives the reason.
   returned: when depth is build
   type: dict
 ansible_facts:
@@ -255,7 +266,13 @@ def read_build(module: AnsibleModule, python: str, problem: Optional[str]) -> No
         module.fail_json(
             msg=f"torch is not installed for {python}: {build.get('error')}", torch_build=build
         )
-    module.exit_json(changed=False, torch_build=build, msg=str(build.get("error") or ""))
+    interpreter = ran(python, build.get("python_version"))
+    module.exit_json(
+        changed=False,
+        torch_build=build,
+        interpreter=interpreter,
+        msg=str(build.get("error") or ""),
+    )
 
 
 def main() -> None:

@@ -7,11 +7,20 @@ entry) with ``lookup('ansible.builtin.template', ...)`` and hand the contents he
 compares each file's bytes, replaces a differing one atomically (a temporary file in the
 same directory, then AnsibleModule.atomic_move) and sets owner, group and mode with
 AnsibleModule's own file-attribute code. Check mode reports, writes nothing.
+
+A role that has already read the files in an earlier module run of the same stage (its
+state module describes them with ``describe``) passes that read as ``current``; the
+controller side (action_plugins/managed_files.py) then compares with ``pending`` and runs
+nothing on the host when every file already has its bytes, owner, group and mode.
 """
 
 from __future__ import annotations
 
+import grp
+import hashlib
 import os
+import pwd
+import stat
 import tempfile
 from typing import Any, Dict, List, Optional
 
@@ -26,6 +35,102 @@ FILE_SPEC: Dict[str, Any] = {
 ARGUMENT_SPEC: Dict[str, Any] = {
     "files": {"type": "list", "elements": "dict", "required": True, "options": FILE_SPEC},
 }
+
+# What ``describe`` returns for one path; the action plugin's ``current``.
+DESCRIPTION_SPEC: Dict[str, Any] = {
+    "path": {"type": "path", "required": True},
+    "regular": {"type": "bool", "required": True},
+    "sha256": {"type": "str"},
+    "owner": {"type": "str"},
+    "owner_id": {"type": "int"},
+    "group": {"type": "str"},
+    "group_id": {"type": "int"},
+    "mode": {"type": "str"},
+}
+
+# The controller side's arguments: the module's, and an earlier read of the files.
+ACTION_SPEC: Dict[str, Any] = dict(
+    ARGUMENT_SPEC,
+    current={"type": "list", "elements": "dict", "options": DESCRIPTION_SPEC},
+)
+
+
+def describe(path: str) -> Dict[str, Any]:
+    """What ``pending`` compares, read on the host: whether ``path`` is a regular file (not
+    a link: writing replaces a link with a file), its sha256, owner and group (names, and
+    ids for owners without one) and permission bits ("0644")."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return {"path": path, "regular": False}
+    if not stat.S_ISREG(info.st_mode):
+        return {"path": path, "regular": False}
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(65536), b""):
+            digest.update(block)
+    try:
+        owner = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        owner = str(info.st_uid)
+    try:
+        group = grp.getgrgid(info.st_gid).gr_name
+    except KeyError:
+        group = str(info.st_gid)
+    return {
+        "path": path,
+        "regular": True,
+        "sha256": digest.hexdigest(),
+        "owner": owner,
+        "owner_id": info.st_uid,
+        "group": group,
+        "group_id": info.st_gid,
+        "mode": f"{stat.S_IMODE(info.st_mode):04o}",
+    }
+
+
+def _octal_mode(mode: Any) -> Optional[int]:
+    """A mode as AnsibleModule reads it, when it is numeric: an int as it is (YAML's 0644
+    is already 420), a string of octal digits in base 8. None for a symbolic mode
+    ("u=rw,g=r"), which only the module can apply and compare."""
+    if isinstance(mode, bool):
+        return None
+    if isinstance(mode, int):
+        return mode
+    text = str(mode).strip()
+    if text and all(c in "01234567" for c in text):
+        return int(text, 8)
+    return None
+
+
+def up_to_date(item: Dict[str, Any], found: Optional[Dict[str, Any]]) -> bool:
+    """Whether the file ``found`` describes already is what ``item`` (one of the module's
+    ``files``) asks for: the same bytes, and the owner, group and mode it names."""
+    if not found or not found.get("regular"):
+        return False
+    wanted = hashlib.sha256(str(item["content"]).encode("utf-8")).hexdigest()
+    if found.get("sha256") != wanted:
+        return False
+    for key in ("owner", "group"):
+        asked = item.get(key)
+        if asked is None:
+            continue
+        if str(asked) not in (str(found.get(key)), str(found.get(key + "_id"))):
+            return False
+    if item.get("mode") is not None:
+        asked_mode = _octal_mode(item["mode"])
+        if asked_mode is None or found.get("mode") is None:
+            return False
+        if asked_mode != int(str(found["mode"]), 8):
+            return False
+    return True
+
+
+def pending(files: List[Dict[str, Any]], current: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The files of ``files`` that ``current`` (``describe`` of each, read earlier) does not
+    show as already written; a file ``current`` does not describe is pending."""
+    by_path = {os.path.normpath(d["path"]): d for d in current}
+    return [f for f in files if not up_to_date(f, by_path.get(os.path.normpath(f["path"])))]
 
 
 def _current(path: str) -> Optional[bytes]:

@@ -76,6 +76,24 @@ def read_interpreter(path: str, run: Runner) -> Dict[str, Any]:
     return result
 
 
+def ran(path: str, python_version: Any) -> Optional[Dict[str, Any]]:
+    """What read_interpreter says of ``path`` when another probe has just run it in one
+    module run (torch_cuda_facts' build read) and it printed ``python_version``
+    ("3.12.3"): it exists, is executable and is that major.minor. None when the version is
+    not one, so that the caller reads the interpreter itself and gets its own reason."""
+    parts = str(python_version or "").split(".")
+    version = ".".join(parts[:2])
+    if len(parts) < 2 or not VERSION_RE.match(version):
+        return None
+    return {
+        "interpreter": path,
+        "exists": True,
+        "executable": True,
+        "version": version,
+        "error": "",
+    }
+
+
 def summary(found: Dict[str, Any]) -> str:
     """One line for the module's msg."""
     if found["error"]:

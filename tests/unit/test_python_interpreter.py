@@ -17,6 +17,7 @@ import yaml
 from ansible.module_utils.python_interpreter import (
     inspect_path,
     parse_version,
+    ran,
     read_interpreter,
     summary,
     version_argv,
@@ -318,3 +319,84 @@ def test_gpu_stack_check_gets_the_read_version_or_the_conda_setting():
         conda_pytorch_python_version=3.11,
     )
     assert conda.strip() == "3.11"
+
+
+# --- ran(): another probe's run of the interpreter, in read_interpreter's shape
+
+
+@pytest.mark.parametrize(
+    "printed, version", [("3.12.3", "3.12"), ("3.8.10", "3.8"), ("3.13", "3.13")]
+)
+def test_ran_is_what_read_interpreter_says_of_an_interpreter_that_ran(printed, version):
+    assert ran("/opt/conda/bin/python", printed) == {
+        "interpreter": "/opt/conda/bin/python",
+        "exists": True,
+        "executable": True,
+        "version": version,
+        "error": "",
+    }
+
+
+@pytest.mark.parametrize("printed", [None, "", "3", "three.twelve", "3.x.1"])
+def test_ran_without_a_version_gives_no_answer(printed):
+    assert ran("/opt/conda/bin/python", printed) is None
+
+
+def test_ran_agrees_with_read_interpreter_on_this_python():
+    found = read_interpreter(sys.executable, run)
+    printed = ".".join(str(v) for v in sys.version_info[:3])
+    assert ran(sys.executable, printed) == found
+
+
+TAKE = "Take the driver stage's read of the same interpreter, made in this run"
+READ = "Read the interpreter that makes or is the environment, and its Python version"
+
+
+def runs(t, **variables):
+    """Whether every condition of ``t`` holds (Ansible's default() also covers an attribute
+    of an undefined variable, as ChainableUndefined does)."""
+    env = jinja2.Environment(undefined=jinja2.ChainableUndefined)
+    return all(env.from_string("{{ " + c + " }}").render(variables) == "True" for c in t["when"])
+
+
+@pytest.mark.parametrize(
+    "driver_read, taken",
+    [
+        # The driver stage ran this interpreter in this run: its answer is taken.
+        ({"interpreter": "/opt/conda/bin/python", "version": "3.12"}, True),
+        # Another interpreter, or none run (null), or the stage runs alone (undefined).
+        ({"interpreter": "/usr/bin/python3", "version": "3.12"}, False),
+        (None, False),
+        ("undefined", False),
+    ],
+)
+def test_the_driver_stages_read_of_the_same_interpreter_is_taken_not_repeated(driver_read, taken):
+    tasks = preflight()
+    names = [t.get("name") for t in tasks]
+    take, read = task(tasks, TAKE), task(tasks, READ)
+    assert names.index(TAKE) < names.index(READ)
+    assert take["ansible.builtin.set_fact"]["conda_pytorch__base_python"].strip() == (
+        "{{ nvidia_driver_torch_interpreter | combine({'path': conda_pytorch__base_python_path}) }}"
+    )
+    variables = {"conda_pytorch__base_python_path": "/opt/conda/bin/python"}
+    if driver_read != "undefined":
+        variables["nvidia_driver_torch_interpreter"] = driver_read
+    assert runs(take, **variables) is taken
+    if taken:
+        # What the set_fact leaves: the read then skips itself.
+        variables["conda_pytorch__base_python"] = dict(driver_read, path="/opt/conda/bin/python")
+    assert runs(read, **variables) is not taken
+    # Kept for the stage: neither runs again once the interpreter is known.
+    variables["conda_pytorch__base_python"] = {"path": "/opt/conda/bin/python"}
+    assert not runs(take, **variables) and not runs(read, **variables)
+
+
+def test_the_driver_stage_publishes_its_torch_builds_interpreter_answer():
+    path = REPO_ROOT / "roles" / "nvidia_driver" / "tasks" / "stack.yml"
+    tasks = yaml.safe_load(path.read_text())
+    keep = task(tasks, "Keep the torch build that was read for the rest of the run")
+    assert keep["ansible.builtin.set_fact"]["nvidia_driver_torch_interpreter"] == (
+        "{{ nvidia_driver__torch_read.interpreter }}"
+    )
+    read = task(tasks, "Read the CUDA version the torch that is already there was built with")
+    assert read["torch_cuda_facts"]["depth"] == "build"

@@ -9,6 +9,7 @@ import stat
 
 import cuda_toolkit_state
 import pytest
+from ansible.module_utils.managed_files import describe
 from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.toolkit_state import cudnn_header, nvcc_path, plan, reports_version
 
@@ -191,3 +192,27 @@ def test_the_module_reads_the_link_in_the_same_run_when_asked(tmp_path, capsys):
     assert result["link"]["managed"] is False and result["link"]["action"] == "link"
     assert result["link"]["alternatives"]["exists"] is False
     assert result["missing"] == ["12.4"]  # the plan is unchanged (no nvcc there)
+
+
+def test_the_module_describes_the_files_configure_writes_in_the_same_run(tmp_path, capsys):
+    # For managed_files' current: the files given, then, with NVIDIA's toolkits, the
+    # ld.so.conf.d entry this result names; each as module_utils/managed_files.py describes.
+    profile = tmp_path / "cuda.sh"
+    profile.write_text("export CUDA_HOME=/usr/local/cuda\n")
+    args = {
+        "versions": ["12.4"],
+        "stack": STACK[:1],
+        "method": "cuda_repo",
+        "prefix": str(tmp_path),
+        "machine": "x86_64",
+        "cudnn_install": False,
+        "files": [str(profile)],
+    }
+    failed, result = run_module(args, capsys)
+    assert not failed, result
+    assert [f["path"] for f in result["files"]] == [str(profile), result["ld_conf"]]
+    assert result["files"][0] == describe(str(profile))
+    assert result["files"][0]["regular"] is True
+    assert result["files"][1] == describe(result["ld_conf"])
+    _, without = run_module(dict(args, files=[]), capsys)
+    assert [f["path"] for f in without["files"]] == [result["ld_conf"]]

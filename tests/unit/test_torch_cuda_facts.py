@@ -620,3 +620,35 @@ def test_build_depth_h200_capture_and_missing_torch(capsys):
     assert result["torch_build"]["error"] == "ModuleNotFoundError: No module named 'torch'"
     failed, result = run_module({"python": str(BIN / "python-no-torch"), "depth": "build"}, capsys)
     assert failed and result["msg"].startswith("torch is not installed for ")
+
+
+def test_build_depth_also_answers_for_the_interpreter_it_ran(capsys, tmp_path):
+    # What python_interpreter_facts would say (conda_pytorch takes it instead of running the
+    # same interpreter again): the probe ran it, so it exists, runs and has a major.minor.
+    this = ".".join(str(v) for v in sys.version_info[:2])
+    for python in (BIN / "python-h200", BIN / "python-no-torch"):
+        failed, result = run_module(
+            {"python": str(python), "depth": "build", "require_torch": False}, capsys
+        )
+        assert not failed
+        assert result["interpreter"] == {
+            "interpreter": str(python),
+            "exists": True,
+            "executable": True,
+            "version": this,
+            "error": "",
+        }
+    # Not run (missing, or not an interpreter): no answer; python_interpreter_facts gives
+    # the reason.
+    missing = tmp_path / "gone" / "python"
+    failed, result = run_module(
+        {"python": str(missing), "depth": "build", "require_torch": False}, capsys
+    )
+    assert not failed and result["interpreter"] is None
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    failed, result = run_module(
+        {"python": str(broken), "depth": "build", "require_torch": False}, capsys
+    )
+    assert not failed and result["interpreter"] is None
