@@ -168,20 +168,25 @@ def test_the_module_names_a_missing_plan(tmp_path, capsys):
     )
 
 
+def one_toolkit(prefix):
+    """The module's arguments for CUDA 12.4 from NVIDIA's repository under ``prefix``."""
+    return {
+        "versions": ["12.4"],
+        "stack": STACK[:1],
+        "method": "cuda_repo",
+        "prefix": str(prefix),
+        "machine": "x86_64",
+        "cudnn_install": False,
+    }
+
+
 def test_the_module_reads_the_link_in_the_same_run_when_asked(tmp_path, capsys):
     # cuda_home here is a plain link to the 12.4 toolkit; this machine's update-alternatives
     # has no "cuda" group, so the link is the role's to keep (cuda_link_state's answer).
     (tmp_path / "cuda-12.4").mkdir()
     link = tmp_path / "cuda"
     link.symlink_to(tmp_path / "cuda-12.4")
-    args = {
-        "versions": ["12.4"],
-        "stack": STACK[:1],
-        "method": "cuda_repo",
-        "prefix": str(tmp_path),
-        "machine": "x86_64",
-        "cudnn_install": False,
-    }
+    args = one_toolkit(tmp_path)
     _, without = run_module(args, capsys)
     assert "link" not in without
     failed, result = run_module(
@@ -199,15 +204,7 @@ def test_the_module_describes_the_files_configure_writes_in_the_same_run(tmp_pat
     # ld.so.conf.d entry this result names; each as module_utils/managed_files.py describes.
     profile = tmp_path / "cuda.sh"
     profile.write_text("export CUDA_HOME=/usr/local/cuda\n")
-    args = {
-        "versions": ["12.4"],
-        "stack": STACK[:1],
-        "method": "cuda_repo",
-        "prefix": str(tmp_path),
-        "machine": "x86_64",
-        "cudnn_install": False,
-        "files": [str(profile)],
-    }
+    args = dict(one_toolkit(tmp_path), files=[str(profile)])
     failed, result = run_module(args, capsys)
     assert not failed, result
     assert [f["path"] for f in result["files"]] == [str(profile), result["ld_conf"]]
