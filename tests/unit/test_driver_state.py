@@ -13,6 +13,8 @@ import stat
 
 import nvidia_driver_state
 import pytest
+import yaml
+from ansible.errors import AnsibleValueOmittedError
 from ansible.module_utils import stack_plan as sp
 from ansible.module_utils.driver_state import (
     decide,
@@ -21,6 +23,9 @@ from ansible.module_utils.driver_state import (
     verify_problem,
 )
 from ansible.module_utils.testing import patch_module_args
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from conftest import REPO_ROOT
 
 DPKG_LINES = [
     "cuda-drivers-580\t580.95.05-1\tinstall ok installed\n",
@@ -630,3 +635,30 @@ def test_module_reads_the_secure_boot_variable(fake_dpkg_query, tmp_path, capsys
     }
     failed, result = run_module(dict(MODULE_ARGS, efivars_path=str(tmp_path / "none")), capsys)
     assert result["secure_boot"]["enabled"] is False
+
+
+@pytest.mark.parametrize(
+    "install, remove, given",
+    [(False, False, True), (True, False, False), (False, True, False)],
+)
+def test_configure_hands_over_the_preflights_record_only_when_this_run_did_not_rewrite_it(
+    install, remove, given
+):
+    # packages.yml writes changed.json again when the install or the removal changed: the
+    # record the preflight read names the old packages then (the reason of the request, and
+    # the reboot record, would differ from the next run's), so the host is read instead.
+    tasks = yaml.safe_load((REPO_ROOT / "roles/nvidia_driver/tasks/configure.yml").read_text())
+    decide = next(t for t in tasks if "nvidia_driver_reboot_plan" in t)
+    record = {"record": RECORD, "boot_id": BOOT}
+    variables = {
+        "nvidia_driver__install_result": {"changed": install},
+        "nvidia_driver__remove_result": {"changed": remove},
+        "nvidia_driver__state": {"change_record": record},
+    }
+    templar = Templar(loader=DataLoader(), variables=variables)
+    expr = trust_as_template(decide["nvidia_driver_reboot_plan"]["change_record"])
+    if given:
+        assert templar.template(expr) == record
+    else:
+        with pytest.raises(AnsibleValueOmittedError):
+            templar.template(expr)
