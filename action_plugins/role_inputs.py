@@ -30,6 +30,11 @@ from ansible.module_utils import role_inputs  # noqa: E402
 _REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def secret_in(values, secret):
+    """Whether any of ``values`` is a no_log option's."""
+    return any(name in secret for name in values)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -74,8 +79,20 @@ class ActionModule(ActionBase):
                 role, spec, values, secret=secret, context=context, host=False
             )
         host_vars = role_inputs.host_checked(role)
-        if not problems and host_vars:
-            checked = {k: v for k, v in values.items() if k in host_vars}
+        checked = {k: v for k, v in values.items() if k in host_vars}
+        # The host checks this run already made of the same values (site.yml's stage 1 checks
+        # every role; the role checks again as its first step): a secret among them is never
+        # kept in a result, so those are checked again.
+        reuse = args.get("reuse") or {}
+        host_reused = (
+            bool(host_vars)
+            and not secret_in(checked, secret)
+            and isinstance(reuse, dict)
+            and not reuse.get("failed")
+            and reuse.get("role") == role
+            and reuse.get("host_checked") == checked
+        )
+        if not problems and host_vars and not host_reused:
             module_result = self._execute_module(
                 module_name="role_inputs",
                 module_args={
@@ -104,8 +121,12 @@ class ActionModule(ActionBase):
         result.update(
             changed=False,
             problems=[],
+            role=role,
             effective={k: v for k, v in values.items() if k not in secret},
-            msg=f"{role}: {len(values)} inputs checked",
+            host_checked=None if secret_in(checked, secret) else checked,
+            host_reused=host_reused,
+            msg=f"{role}: {len(values)} inputs checked"
+            + (", the host's as earlier in this run" if host_reused else ""),
         )
         return result
 

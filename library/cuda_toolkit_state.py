@@ -8,7 +8,17 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.cuda_link import state as link_state
 from ansible.module_utils.managed_files import describe
-from ansible.module_utils.toolkit_state import nvcc_path, plan
+from ansible.module_utils.toolkit_state import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    REQUIRED_BY,
+    REQUIRED_ONE_OF,
+    adopt_reads,
+    answer,
+    read_host,
+    read_nvcc,
+    wanted_reads,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -20,6 +30,11 @@ description:
     nvcc reports the release, installed earlier or preinstalled) and which are missing.
   - Returns each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN
     header, from gpu_stack_check's results (the vendor catalogue's names).
+  - With O(adopt), reads instead what the toolkit at that path is (its nvcc's release,
+    RV(adopted)) and, for that release, what a later plan needs (RV(read)); the cuda role's
+    stack entry point does this in adopt mode, in the preflight.
+  - Its action plugin answers on the controller, running nothing on the host, when O(read)
+    (an earlier RV(read) of this module) covers every argument.
   - Never changes the host; runs the same way in check mode.
 version_added: "0.6.0"
 author:
@@ -28,14 +43,30 @@ options:
   versions:
     description:
       - The wanted toolkits, the default one first (C(cuda_version), C(cuda_versions_extra)).
+      - Required without O(adopt), and not allowed with it.
     type: list
     elements: str
-    required: true
   stack:
-    description: gpu_stack_check's loop results, one per toolkit (C(item) and C(packages)).
+    description:
+      - gpu_stack_check's loop results, one per toolkit (C(item) and C(packages)).
+      - Required with O(versions).
     type: list
     elements: dict
-    required: true
+  adopt:
+    description:
+      - Adopt mode's first read (C(cuda_home)) - ask C(<adopt>/bin/nvcc) which release it is
+        and read, for that release, the nvcc where NVIDIA's toolkits are, the link
+        (O(link), its path C(<prefix>/cuda-<release>) with the C(cuda_repo) method) and the
+        files (O(files) and that release's ld.so.conf.d file). Returns RV(adopted) and
+        RV(read), no plan.
+    type: path
+  read:
+    description:
+      - An earlier RV(read) of this module on this host (the stack entry point's, in adopt
+        mode). When it asked every nvcc, the same link and the same files as these
+        arguments need, the action plugin answers from it without running anything on the
+        host; otherwise the module runs. The module itself does not use it.
+    type: dict
   method:
     description: The toolkit's install method (C(cuda_install_method)).
     type: str
@@ -101,48 +132,64 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reused_read:
+  description: True when the action plugin answered from O(read), running nothing on the host.
+  returned: when O(read) covered every argument
+  type: bool
+adopted:
+  description:
+    - With O(adopt), what C(<adopt>/bin/nvcc --version) said - C(path), C(rc), C(release)
+      (null when none was read), C(line) and C(error), as cuda_version_facts returns it.
+  returned: with adopt
+  type: dict
+read:
+  description:
+    - With O(adopt), what was read - C(nvcc) (each path's C(rc) and C(stdout)), C(link)
+      (C(link), C(path), C(keep) and its C(state)) and C(files); the later plan's O(read).
+  returned: with adopt
+  type: dict
 link:
   description: With O(link), cuda_link_state's result for O(link) and O(link_path).
-  returned: when link is given
+  returned: when link is given, without adopt
   type: dict
 nvcc_paths:
   description: Each toolkit's nvcc.
-  returned: always
+  returned: without adopt
   type: dict
 present:
   description: Toolkits whose nvcc reports their release.
-  returned: always
+  returned: without adopt
   type: list
 missing:
   description: Toolkits the role installs.
-  returned: always
+  returned: without adopt
   type: list
 toolkit_packages:
   description: Each toolkit's package, from the vendor catalogue.
-  returned: always
+  returned: without adopt
   type: dict
 cudnn_packages:
   description: cuDNN's runtime and dev packages and version for the default toolkit.
-  returned: always
+  returned: without adopt
   type: dict
 ld_conf:
   description: The ld.so.conf.d file of the default toolkit.
-  returned: always
+  returned: without adopt
   type: str
 cudnn_header:
   description: The cuDNN version header verify reads; null without a cuDNN version.
-  returned: always
+  returned: without adopt
   type: str
 summary:
   description: One line saying what the role will install and what is there.
-  returned: always
+  returned: without adopt
   type: str
 files:
   description:
     - Each file of O(files), then the RV(ld_conf) file with the C(cuda_repo) method, as
       managed_files' C(current) takes it - C(path), C(regular), C(sha256), C(owner),
       C(owner_id), C(group), C(group_id), C(mode).
-  returned: always
+  returned: without adopt
   type: list
   elements: dict
 """
@@ -150,59 +197,61 @@ files:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "versions": {"type": "list", "elements": "str", "required": True},
-            "stack": {"type": "list", "elements": "dict", "required": True},
-            "method": {"type": "str", "required": True},
-            "prefix": {"type": "path", "default": "/usr/local"},
-            "cudnn_install": {"type": "bool", "default": True},
-            "cudnn_method": {"type": "str", "default": "apt"},
-            "cudnn_version": {"type": "str", "default": ""},
-            "machine": {"type": "str", "required": True},
-            "link": {"type": "path"},
-            "link_path": {"type": "path"},
-            "files": {"type": "list", "elements": "path", "default": []},
-        },
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=MUTUALLY_EXCLUSIVE,
+        required_by=REQUIRED_BY,
+        required_one_of=REQUIRED_ONE_OF,
         supports_check_mode=True,
     )
     p = module.params
-    by_version = {str(r.get("item")): r for r in p["stack"]}
-    answers = {}
-    for version in p["versions"]:
-        pkgs = (by_version.get(version) or {}).get("packages") or {}
-        path = nvcc_path(version, p["method"], p["prefix"], pkgs.get("distro_toolkit"))
-        if not os.access(path, os.X_OK):
-            answers[version] = {"rc": None, "stdout": ""}
-            continue
-        rc, out, _err = module.run_command([path, "--version"])
-        answers[version] = {"rc": rc, "stdout": out}
-    try:
-        result = plan(
-            p["versions"],
-            p["stack"],
-            answers,
-            p["method"],
-            p["prefix"],
-            {
-                "install": p["cudnn_install"],
-                "method": p["cudnn_method"],
-                "version": p["cudnn_version"],
-            },
-            p["machine"],
-        )
-    except ValueError as exc:
-        module.fail_json(msg=f"cuda_toolkit_state: {exc}")
-    if p["link"]:
-        result["link"] = link_state(
-            p["link"],
-            p["link_path"],
+
+    def read_link(link, path, keep):
+        return link_state(
+            link,
+            path,
             # rc 2 (no such link group) is an answer, as in cuda_link_state.
             lambda argv: module.run_command(argv, handle_exceptions=False),
             binary=module.get_bin_path("update-alternatives"),
-            ld_conf_keep=result["ld_conf"] if p["method"] == "cuda_repo" else None,
+            ld_conf_keep=keep,
         )
-    described = list(p["files"]) + ([result["ld_conf"]] if p["method"] == "cuda_repo" else [])
-    result["files"] = [describe(path) for path in described]
+
+    if p["adopt"]:
+        # The release first (read_nvcc words an nvcc that cannot be run, as
+        # cuda_version_facts does), then the same read as a plan of that release needs.
+        answers = {}
+
+        def run_and_keep(argv):
+            rc, out, err = module.run_command(argv, handle_exceptions=False)
+            answers[argv[0]] = {"rc": rc, "stdout": out}
+            return rc, out, err
+
+        home_nvcc = os.path.join(p["adopt"], "bin", "nvcc")
+        adopted = read_nvcc(home_nvcc, run_and_keep)
+        wanted = adopt_reads(p["adopt"], p, adopted["release"])
+        read = read_host(
+            [path for path in wanted["nvcc"] if path != home_nvcc],
+            wanted["link"],
+            wanted["files"],
+            module.run_command,
+            read_link,
+            describe,
+        )
+        read["nvcc"][home_nvcc] = answers.get(home_nvcc, {"rc": None, "stdout": ""})
+        module.exit_json(changed=False, adopted=adopted, read=read)
+
+    wanted = wanted_reads(p, p["stack"])
+    read = read_host(
+        list(wanted["nvcc"].values()),
+        wanted["link"],
+        wanted["files"],
+        module.run_command,
+        read_link,
+        describe,
+    )
+    try:
+        result = answer(p, read)
+    except ValueError as exc:
+        module.fail_json(msg=f"cuda_toolkit_state: {exc}")
     module.exit_json(changed=False, **result)
 
 

@@ -59,6 +59,13 @@ options:
     description: The host's architecture (C(machine)) and role constants the rules read.
     type: dict
     default: {}
+  reuse:
+    description:
+      - This task's result from earlier in the run (C(<role>__inputs)). When it passed and
+        the host checks would be given the same values (RV(host_checked); none of them
+        no_log), the action plugin does not run them again.
+      - The module itself does not use it.
+    type: dict
   checks:
     description:
       - C(all) checks everything here.
@@ -91,6 +98,20 @@ effective:
   description: The effective values that were checked (no_log ones left out).
   returned: always
   type: dict
+role:
+  description: The role whose inputs these are (from the action plugin).
+  returned: when checked through the action plugin
+  type: str
+host_checked:
+  description:
+    - The values the host checks were given (unit names, paths, users); null when one of
+      them is no_log. A later check of the same role compares its own with these.
+  returned: when checked through the action plugin
+  type: dict
+host_reused:
+  description: True when the host checks were not run again (O(reuse)).
+  returned: when checked through the action plugin
+  type: bool
 """
 
 
@@ -106,6 +127,7 @@ def main() -> None:
             "secret_values": {"type": "dict", "default": {}, "no_log": True},
             "context": {"type": "dict", "default": {}},
             "checks": {"type": "str", "choices": ["all", "host"], "default": "all"},
+            "reuse": {"type": "dict"},
         },
         supports_check_mode=True,
     )

@@ -207,3 +207,168 @@ def plan(
         "cudnn_header": header,
         "summary": summary,
     }
+
+
+# --- One read of the host, and the module's answer from it -------------------------------
+# The module reads the host once (each nvcc's answer, how cuda_home is selected, the files
+# the configure step writes) and answers from that read. In adopt mode the cuda stage's
+# stack entry point reads it first, in the preflight (``adopt``: which release the toolkit
+# at cuda_home is, and the same read for that release); the stage's own call then answers
+# from that read on the controller (action_plugins/cuda_toolkit_state.py) when it covers
+# every argument. Only this role installs toolkits, writes those files and selects
+# cuda_home, so the read stands until the role changes something.
+
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "versions": {"type": "list", "elements": "str"},
+    "stack": {"type": "list", "elements": "dict"},
+    "adopt": {"type": "path"},
+    "method": {"type": "str", "required": True},
+    "prefix": {"type": "path", "default": "/usr/local"},
+    "cudnn_install": {"type": "bool", "default": True},
+    "cudnn_method": {"type": "str", "default": "apt"},
+    "cudnn_version": {"type": "str", "default": ""},
+    "machine": {"type": "str", "required": True},
+    "link": {"type": "path"},
+    "link_path": {"type": "path"},
+    "files": {"type": "list", "elements": "path", "default": []},
+    "read": {"type": "dict"},
+}
+# A plan needs the toolkits and gpu_stack_check's results; an adopt read needs neither.
+MUTUALLY_EXCLUSIVE = [("adopt", "versions"), ("adopt", "stack"), ("adopt", "read")]
+REQUIRED_BY = {"versions": ("stack",), "stack": ("versions",)}
+REQUIRED_ONE_OF = [("adopt", "versions")]
+
+
+def ask_nvcc(path: str, run: Runner) -> Dict[str, Any]:
+    """``{rc, stdout}`` of ``<path> --version``; rc null when nvcc is not an executable."""
+    if not os.access(path, os.X_OK):
+        return {"rc": None, "stdout": ""}
+    rc, stdout, _stderr = run([path, "--version"])
+    return {"rc": rc, "stdout": stdout}
+
+
+def ld_conf_kept(method: str, default_version: str) -> Optional[str]:
+    """The ld.so.conf.d file the role writes and keeps: NVIDIA's toolkits only (the
+    distribution's libraries are in the multiarch directory, which ld.so searches)."""
+    return ld_conf(default_version) if method == "cuda_repo" else None
+
+
+def described(files: Sequence[str], method: str, default_version: str) -> List[str]:
+    """The files whose state the read describes for managed_files' ``current``: ``files``,
+    then the kept ld.so.conf.d file."""
+    kept = ld_conf_kept(method, default_version)
+    return list(files) + ([kept] if kept else [])
+
+
+def read_host(
+    nvcc_paths: Sequence[str],
+    link: Optional[Mapping[str, Any]],
+    files: Sequence[str],
+    run: Runner,
+    read_link: Callable[[str, Optional[str], Optional[str]], Dict[str, Any]],
+    describe: Callable[[str], Dict[str, Any]],
+) -> Dict[str, Any]:
+    """What the module reads on the host: each nvcc's answer (by path), with ``link``
+    (``{link, path, keep}``) how that link is selected (``read_link(link, path, keep)``,
+    module_utils/cuda_link.py), and each file's description."""
+    nvcc: Dict[str, Any] = {}
+    for path in nvcc_paths:
+        if path not in nvcc:
+            nvcc[path] = ask_nvcc(path, run)
+    return {
+        "nvcc": nvcc,
+        "link": dict(link, state=read_link(link["link"], link["path"], link["keep"]))
+        if link
+        else None,
+        "files": [describe(path) for path in files],
+    }
+
+
+def wanted_reads(params: Mapping[str, Any], stack: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """What answering ``params`` needs read: ``{nvcc: version -> path, link, files}``."""
+    by_version = {str(r.get("item")): r for r in stack}
+    versions = [str(v) for v in params["versions"]]
+    nvcc = {}
+    for version in versions:
+        pkgs = (by_version.get(version) or {}).get("packages") or {}
+        nvcc[version] = nvcc_path(
+            version, params["method"], params["prefix"], pkgs.get("distro_toolkit")
+        )
+    default = versions[0] if versions else ""
+    link = (
+        {
+            "link": params["link"],
+            "path": params.get("link_path"),
+            "keep": ld_conf_kept(params["method"], default),
+        }
+        if params.get("link")
+        else None
+    )
+    return {
+        "nvcc": nvcc,
+        "link": link,
+        "files": described(params["files"], params["method"], default),
+    }
+
+
+def answer(params: Mapping[str, Any], read: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The module's result for ``params`` from ``read`` (``read_host``'s), or None when the
+    read does not cover them: an nvcc it did not ask, another link or another file list.
+    Raises ValueError as ``plan`` does."""
+    wanted = wanted_reads(params, params["stack"])
+    asked = read.get("nvcc") or {}
+    if any(path not in asked for path in wanted["nvcc"].values()):
+        return None
+    read_link = read.get("link")
+    if wanted["link"] is not None and (
+        not read_link or any(read_link.get(k) != v for k, v in wanted["link"].items())
+    ):
+        return None
+    files = list(read.get("files") or [])
+    if [f.get("path") for f in files] != wanted["files"]:
+        return None
+    result = plan(
+        params["versions"],
+        params["stack"],
+        {version: asked[path] for version, path in wanted["nvcc"].items()},
+        params["method"],
+        params["prefix"],
+        {
+            "install": params["cudnn_install"],
+            "method": params["cudnn_method"],
+            "version": params["cudnn_version"],
+        },
+        params["machine"],
+    )
+    if wanted["link"] is not None:
+        result["link"] = read_link["state"]
+    result["files"] = files
+    return result
+
+
+def adopt_reads(home: str, params: Mapping[str, Any], release: Optional[str]) -> Dict[str, Any]:
+    """In adopt mode, what the stage's plan will need read once the toolkit at ``home``
+    named its ``release`` (None: nothing to adopt, nothing more to read): its nvcc where
+    NVIDIA's toolkits are (the distribution's path comes from gpu_stack_check, which runs
+    after this read: that plan reads for itself), how cuda_home selects it and the files."""
+    paths = [f"{home.rstrip('/')}/bin/nvcc"]
+    if not release:
+        return {"nvcc": paths, "link": None, "files": []}
+    if params["method"] != "distro":
+        paths.append(nvcc_path(release, params["method"], params["prefix"], None))
+    link = (
+        {
+            "link": params["link"],
+            "path": f"{params['prefix'].rstrip('/')}/cuda-{release}"
+            if params["method"] == "cuda_repo"
+            else None,
+            "keep": ld_conf_kept(params["method"], release),
+        }
+        if params.get("link")
+        else None
+    )
+    return {
+        "nvcc": paths,
+        "link": link,
+        "files": described(params["files"], params["method"], release),
+    }

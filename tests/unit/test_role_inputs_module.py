@@ -16,6 +16,7 @@ import yaml
 from ansible.module_utils import role_inputs as ri
 from ansible.module_utils.testing import patch_module_args
 from conftest import REPO_ROOT
+from test_gpu_stack_check import run_on_controller_task
 
 ROLE = REPO_ROOT / "roles" / "jupyter"
 OPTIONS = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
@@ -166,3 +167,39 @@ def test_without_role_or_spec_it_says_it_needs_its_action_plugin(capsys):
     failed, result, _ = run_module({"values": {}}, capsys)
     assert failed
     assert result["msg"].startswith("role_inputs runs through its action plugin")
+
+
+# --- action_plugins/role_inputs.py: the host checks site.yml's stage 1 made stand ---------
+
+JUPYTER_HOST_VALUES = {
+    "jupyter_service_name": "jupyter",
+    "jupyter_user": "jupyter",
+    "jupyter_home": "/var/lib/jupyter",
+    "jupyter_notebook_dir": "/var/lib/jupyter/notebooks",
+    "jupyter_token_file": "/etc/jupyter/token",
+}
+
+
+@pytest.mark.slow
+def test_the_host_checks_of_the_same_values_are_not_made_twice_in_a_run(tmp_path):
+    # The host refuses SSH (port 9 on loopback): a host check there makes the task
+    # unreachable. jupyter's inputs (those its host checks read) come from the inventory.
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+    host = dict(unreachable, jupyter_ip="127.0.0.1", **JUPYTER_HOST_VALUES)
+    args = {"role": "jupyter", "role_path": str(REPO_ROOT / "roles" / "jupyter")}
+    result = run_on_controller_task("role_inputs", args, tmp_path, host)
+    assert result.get("unreachable") is True, result  # no earlier check: the host is asked
+    earlier = {"role": "jupyter", "host_checked": JUPYTER_HOST_VALUES, "failed": False}
+    result = run_on_controller_task("role_inputs", dict(args, reuse=earlier), tmp_path, host)
+    assert not result.get("unreachable") and not result.get("failed"), result
+    assert result["host_reused"] is True
+    assert result["host_checked"] == JUPYTER_HOST_VALUES
+    assert result["msg"].endswith("the host's as earlier in this run")
+    # Another value, another role's check, or a failed one: the host is asked again.
+    for other in (
+        dict(earlier, host_checked=dict(JUPYTER_HOST_VALUES, jupyter_user="alice")),
+        dict(earlier, role="dcgm_exporter"),
+        dict(earlier, failed=True),
+    ):
+        result = run_on_controller_task("role_inputs", dict(args, reuse=other), tmp_path, host)
+        assert result.get("unreachable") is True, (other, result)

@@ -185,7 +185,7 @@ def test_the_cuda_repository_is_added_alike_by_both_roles():
         return task["apt_signed_repository"]
 
     driver = call("roles/nvidia_driver/tasks/repository.yml")
-    cuda = call("roles/cuda/tasks/install.yml")
+    cuda = call("roles/cuda/tasks/install-packages.yml")
     assert driver["name"] == cuda["name"] and driver["header"] == cuda["header"]
     fields = ("uris", "key_url", "fingerprint", "keyring", "dest", "replaces")
     # Each from its role's gpu_stack_check result (repository.cuda), the same field.

@@ -96,7 +96,7 @@ def test_an_entry_point_only_reads(role):
         "ansible.builtin.assert",
         "gpu_stack_check",
         "torch_cuda_facts",
-        "cuda_version_facts",
+        "cuda_toolkit_state",  # with adopt: reads only
         "python_interpreter_facts",
     }
     assert {module(t) for t in flat(tasks(role, "stack.yml"))} <= allowed
@@ -110,7 +110,7 @@ def test_an_entry_points_reads_are_made_once_per_run(role):
     reads = [
         t
         for t in stack
-        if module(t) in {"torch_cuda_facts", "cuda_version_facts", "python_interpreter_facts"}
+        if module(t) in {"torch_cuda_facts", "cuda_toolkit_state", "python_interpreter_facts"}
     ]
     assert reads, "nothing read"
     for read in reads:

@@ -11,7 +11,15 @@ import cuda_toolkit_state
 import pytest
 from ansible.module_utils.managed_files import describe
 from ansible.module_utils.testing import patch_module_args
-from ansible.module_utils.toolkit_state import cudnn_header, nvcc_path, plan, reports_version
+from ansible.module_utils.toolkit_state import (
+    answer,
+    cudnn_header,
+    ld_conf,
+    nvcc_path,
+    plan,
+    reports_version,
+)
+from test_gpu_stack_check import run_on_controller_task
 
 # nvcc --version's last lines, as NVIDIA's 12.4 toolkit prints them.
 NVCC_124 = (
@@ -213,3 +221,145 @@ def test_the_module_describes_the_files_configure_writes_in_the_same_run(tmp_pat
     assert result["files"][1] == describe(result["ld_conf"])
     _, without = run_module(dict(args, files=[]), capsys)
     assert [f["path"] for f in without["files"]] == [result["ld_conf"]]
+
+
+# --- adopt mode: one read in the preflight, the stage's plan made from it ------------------
+
+
+def adopted_host(tmp_path):
+    """A host as a deep-learning image has it: NVIDIA's 12.4 toolkit in <prefix>/cuda-12.4,
+    cuda_home a plain link to it, and the login-shell file the configure step writes."""
+    _nvcc(tmp_path, "12.4", NVCC_124)
+    home = tmp_path / "cuda"
+    home.symlink_to(tmp_path / "cuda-12.4")
+    profile = tmp_path / "cuda.sh"
+    profile.write_text("export CUDA_HOME=/usr/local/cuda\n")
+    adopt_args = {
+        "adopt": str(home),
+        "method": "cuda_repo",
+        "prefix": str(tmp_path),
+        "machine": "x86_64",
+        "link": str(home),
+        "files": [str(profile)],
+    }
+    # What the stage's preflight passes once cuda_version is the adopted release.
+    plan_args = dict(
+        one_toolkit(tmp_path),
+        link=str(home),
+        link_path=str(tmp_path / "cuda-12.4"),
+        files=[str(profile)],
+    )
+    return adopt_args, plan_args
+
+
+def test_adopt_reads_the_release_and_what_a_plan_of_it_needs(tmp_path, capsys):
+    adopt_args, _ = adopted_host(tmp_path)
+    failed, result = run_module(adopt_args, capsys)
+    assert not failed, result
+    assert result["changed"] is False
+    assert result["adopted"]["release"] == "12.4" and result["adopted"]["error"] is None
+    home_nvcc = adopt_args["adopt"] + "/bin/nvcc"
+    nvidias = str(tmp_path / "cuda-12.4" / "bin" / "nvcc")
+    assert sorted(result["read"]["nvcc"]) == sorted([home_nvcc, nvidias])
+    assert result["read"]["nvcc"][nvidias]["rc"] == 0
+    assert result["read"]["link"]["path"] == str(tmp_path / "cuda-12.4")
+    assert result["read"]["link"]["keep"] == ld_conf("12.4")
+    assert result["read"]["link"]["state"]["reaches"] is True
+    assert [f["path"] for f in result["read"]["files"]] == adopt_args["files"] + [ld_conf("12.4")]
+    assert "missing" not in result  # no plan: gpu_stack_check has not run yet
+
+
+def test_adopt_without_a_toolkit_reads_nothing_more(tmp_path, capsys):
+    failed, result = run_module(
+        {"adopt": str(tmp_path / "cuda"), "method": "cuda_repo", "machine": "x86_64"}, capsys
+    )
+    assert not failed, result
+    assert result["adopted"]["release"] is None
+    assert result["adopted"]["error"].endswith("is not there")
+    assert result["read"] == {
+        "nvcc": {str(tmp_path / "cuda" / "bin" / "nvcc"): {"rc": None, "stdout": ""}},
+        "link": None,
+        "files": [],
+    }
+
+
+def test_the_plan_from_the_adopt_read_is_the_modules_own(tmp_path, capsys):
+    adopt_args, plan_args = adopted_host(tmp_path)
+    _, adopted = run_module(adopt_args, capsys)
+    _, direct = run_module(plan_args, capsys)
+    params = dict(cudnn_method="apt", cudnn_version="", **plan_args)
+    from_read = answer(params, adopted["read"])
+    assert from_read is not None
+    assert from_read == {k: v for k, v in direct.items() if k not in ("changed", "invocation")}
+    assert from_read["present"] == ["12.4"] and from_read["missing"] == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"versions": ["11.8"], "stack": STACK[1:]},  # an nvcc the read did not ask
+        {"link": "/opt/cuda"},  # another link
+        {"link_path": "/usr/local/cuda-12.4"},  # the link read for another toolkit
+        {"files": []},  # another file list
+        {"method": "distro", "stack": DISTRO},  # the distribution's nvcc: not read
+    ],
+)
+def test_a_read_that_does_not_cover_the_arguments_is_not_used(tmp_path, capsys, change):
+    adopt_args, plan_args = adopted_host(tmp_path)
+    _, adopted = run_module(adopt_args, capsys)
+    params = dict(dict(cudnn_method="apt", cudnn_version="", **plan_args), **change)
+    assert answer(params, adopted["read"]) is None
+
+
+@pytest.mark.slow
+def test_the_controller_plans_from_the_read_without_reaching_the_host(tmp_path, capsys):
+    # The host refuses SSH (port 9 on loopback): a module run there makes the task
+    # unreachable. With a read that covers the arguments the plan still comes back.
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+    adopt_args, plan_args = adopted_host(tmp_path)
+    _, adopted = run_module(adopt_args, capsys)
+    _, direct = run_module(plan_args, capsys)
+    result = run_on_controller_task(
+        "cuda_toolkit_state", dict(plan_args, read=adopted["read"]), tmp_path, unreachable
+    )
+    assert not result.get("unreachable") and not result.get("failed"), result
+    assert result["reused_read"] is True
+    planned = {k: v for k, v in direct.items() if k not in ("changed", "invocation")}
+    assert {k: result[k] for k in planned} == planned
+    # A read of another link does not cover the arguments: the module has to run there.
+    other = dict(adopted["read"], link=dict(adopted["read"]["link"], link="/opt/cuda"))
+    result = run_on_controller_task(
+        "cuda_toolkit_state", dict(plan_args, read=other), tmp_path, unreachable
+    )
+    assert result.get("unreachable") is True, result
+
+
+@pytest.mark.slow
+def test_the_controller_side_refuses_what_the_module_refuses(tmp_path):
+    local = {"ansible_connection": "local"}
+    both = {"adopt": "/usr/local/cuda", "versions": ["12.4"], "stack": STACK[:1]}
+    result = run_on_controller_task(
+        "cuda_toolkit_state", dict(both, method="cuda_repo", machine="x86_64"), tmp_path, local
+    )
+    assert result.get("failed") is True
+    assert (
+        result["msg"].startswith("cuda_toolkit_state: ") and "mutually exclusive" in result["msg"]
+    )
+    no_plan = {"versions": ["12.4"], "method": "cuda_repo", "machine": "x86_64"}
+    result = run_on_controller_task("cuda_toolkit_state", no_plan, tmp_path, local)
+    assert result.get("failed") is True and "stack" in result["msg"]
+    # A read, but for a toolkit gpu_stack_check gave no plan: the module's own message.
+    read = {"nvcc": {}, "link": None, "files": []}
+    result = run_on_controller_task(
+        "cuda_toolkit_state",
+        {
+            "versions": ["12.4", "11.8"],
+            "stack": STACK[:1],
+            "method": "cuda_repo",
+            "machine": "x86_64",
+            "read": read,
+        },
+        tmp_path,
+        local,
+    )
+    assert result.get("failed") is True, result
