@@ -61,7 +61,7 @@ def describe(path: str) -> Dict[str, Any]:
     ids for owners without one) and permission bits ("0644")."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there, or under a file
         return {"path": path, "regular": False}
     if not stat.S_ISREG(info.st_mode):
         return {"path": path, "regular": False}

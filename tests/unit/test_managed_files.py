@@ -106,10 +106,11 @@ def test_describe_reads_bytes_owner_group_and_mode(tmp_path):
         "group_id": os.getgid(),
         "mode": "0640",
     }
-    # Missing, a link (writing replaces it with a file) and a directory are not files here.
+    # Missing, a link (writing replaces it with a file), a directory and a path under a
+    # file (its directory is not one) are not files here.
     link = tmp_path / "link.sh"
     link.symlink_to(a)
-    for path in (tmp_path / "gone.sh", link, tmp_path):
+    for path in (tmp_path / "gone.sh", link, tmp_path, a / "under.sh"):
         assert describe(str(path)) == {"path": str(path), "regular": False}
 
 
