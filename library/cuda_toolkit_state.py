@@ -239,7 +239,7 @@ def main() -> None:
         read["nvcc"][home_nvcc] = answers.get(home_nvcc, {"rc": None, "stdout": ""})
         module.exit_json(changed=False, adopted=adopted, read=read)
 
-    wanted = wanted_reads(p, p["stack"])
+    wanted = wanted_reads(p)
     read = read_host(
         list(wanted["nvcc"].values()),
         wanted["link"],

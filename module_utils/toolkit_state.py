@@ -11,7 +11,7 @@ which names its packages. This module then decides, from that plan and each tool
 - each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN header
   that verify reads.
 
-It also reads versions for the cuda_version_facts module (adopt mode and verify): which
+It also reads versions for the cuda_version_facts module (verify) and adopt mode: which
 release an nvcc reports (``nvcc_release``, the one parser of ``nvcc --version``) and which
 version a cuDNN header defines (``cudnn_header_version``).
 
@@ -284,9 +284,9 @@ def read_host(
     }
 
 
-def wanted_reads(params: Mapping[str, Any], stack: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+def wanted_reads(params: Mapping[str, Any]) -> Dict[str, Any]:
     """What answering ``params`` needs read: ``{nvcc: version -> path, link, files}``."""
-    by_version = {str(r.get("item")): r for r in stack}
+    by_version = {str(r.get("item")): r for r in params["stack"]}
     versions = [str(v) for v in params["versions"]]
     nvcc = {}
     for version in versions:
@@ -315,7 +315,7 @@ def answer(params: Mapping[str, Any], read: Mapping[str, Any]) -> Optional[Dict[
     """The module's result for ``params`` from ``read`` (``read_host``'s), or None when the
     read does not cover them: an nvcc it did not ask, another link or another file list.
     Raises ValueError as ``plan`` does."""
-    wanted = wanted_reads(params, params["stack"])
+    wanted = wanted_reads(params)
     asked = read.get("nvcc") or {}
     if any(path not in asked for path in wanted["nvcc"].values()):
         return None
