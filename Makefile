@@ -85,10 +85,10 @@ references: venv ## Regenerate docs/BENCHMARKS.md's reference table from the cat
 references-check: ## Fail when docs/BENCHMARKS.md's reference table is out of date
 	$(VENV)/bin/python tools/reference_table.py --check
 
-variables: venv ## Regenerate docs/VARIABLES.md and the role READMEs' variable tables from meta/argument_specs.yml
+variables: venv ## Regenerate each role's defaults/main.yml, docs/VARIABLES.md and the READMEs' variable tables from meta/argument_specs.yml
 	$(VENV)/bin/python tools/variables_doc.py
 
-variables-check: ## Fail when docs/VARIABLES.md or a role README's variable table is out of date
+variables-check: ## Fail when a role's defaults/main.yml, docs/VARIABLES.md or a README's variable table is out of date
 	$(VENV)/bin/python tools/variables_doc.py --check
 
 yamllint:

@@ -1,7 +1,7 @@
 """Every role keeps its defaults, argument specs, README and docs/VARIABLES.md in step.
 
-The READMEs' variable tables and docs/VARIABLES.md are generated from the argument specs by
-tools/variables_doc.py; its check mode is part of `make lint`.
+Each role's defaults/main.yml, the READMEs' variable tables and docs/VARIABLES.md are generated
+from the argument specs by tools/variables_doc.py; its check mode is part of `make lint`.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def doc_copy(tmp_path):
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO_ROOT / "docs" / "VARIABLES.md", tmp_path / "docs" / "VARIABLES.md")
     for role in ROLES:
-        for rel in ("meta/argument_specs.yml", "README.md"):
+        for rel in ("meta/argument_specs.yml", "defaults/main.yml", "README.md"):
             target = tmp_path / "roles" / role / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(REPO_ROOT / "roles" / role / rel, target)
@@ -145,3 +145,53 @@ def test_readme_without_markers_is_refused(doc_copy):
         assert result.returncode == 1, args
         assert "roles/site_lock/README.md lacks the markers" in result.stderr, args
     assert readme.read_text() == unmarked, "a README without markers is left alone"
+
+
+def test_defaults_edited_by_hand_are_stale(doc_copy):
+    defaults = doc_copy / "roles" / "nouveau" / "defaults" / "main.yml"
+    text = defaults.read_text()
+    edited = text.replace("nouveau_unload: true", "nouveau_unload: false")
+    assert edited != text
+    defaults.write_text(edited)
+    result = _variables_doc(doc_copy, "--check")
+    assert result.returncode == 1
+    assert "roles/nouveau/defaults/main.yml is out of date" in result.stderr
+    assert "README.md" not in result.stderr, "only the edited file is stale"
+    assert _variables_doc(doc_copy).returncode == 0
+    assert defaults.read_text() == text
+
+
+def test_defaults_follow_the_spec(doc_copy):
+    """A default and its description changed in the spec reach defaults/main.yml, where
+    Ansible reads them; a multi-line default is copied as written."""
+    spec = doc_copy / "roles" / "nouveau" / "meta" / "argument_specs.yml"
+    text = spec.read_text()
+    # The option's whole block, up to the next option.
+    head, rest = text.split("      nouveau_unload:\n", 1)
+    _block, tail = rest.split("\n      nouveau_", 1)
+    spec.write_text(
+        head
+        + "      nouveau_unload:\n"
+        + "        type: str\n"
+        + "        default: >-\n"
+        + "          {{ nouveau_blacklist_enabled\n"
+        + "          and not ansible_check_mode }}\n"
+        + "        description:\n"
+        + "          - Run C(modprobe -r nouveau) when nouveau is loaded.\n"
+        + "          - Changed by this test.\n"
+        + "      nouveau_"
+        + tail
+    )
+    assert _variables_doc(doc_copy, "--check").returncode == 1
+    assert _variables_doc(doc_copy).returncode == 0
+    defaults = (doc_copy / "roles" / "nouveau" / "defaults" / "main.yml").read_text()
+    assert (
+        "# Run `modprobe -r nouveau` when nouveau is loaded. Changed by this test.\n"
+        "nouveau_unload: >-\n"
+        "  {{ nouveau_blacklist_enabled\n"
+        "  and not ansible_check_mode }}\n"
+    ) in defaults
+    assert yaml.safe_load(defaults)["nouveau_unload"] == (
+        "{{ nouveau_blacklist_enabled and not ansible_check_mode }}"
+    )
+    assert _variables_doc(doc_copy, "--check").returncode == 0
