@@ -64,6 +64,13 @@ initramfs_tool:
   description: C(update-initramfs), C(dracut), or empty when neither is installed.
   returned: always
   type: str
+initramfs_command:
+  description:
+    - The argv that regenerates every installed kernel's initramfs with that tool
+      (C(update-initramfs -u -k all), C(dracut --force --regenerate-all)); empty without a tool.
+  returned: always
+  type: list
+  elements: str
 loaded:
   description: Whether nouveau is loaded now.
   returned: always

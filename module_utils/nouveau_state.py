@@ -5,7 +5,8 @@ The nouveau stage needs four facts of the host, and reads them in one module run
 - whether the host loads its own kernel modules: ``/etc/modprobe.d`` is there. A container,
   or a VM whose GPU driver the hypervisor provides, has none, and the stage ends for it;
 - which initramfs tool regenerates the initramfs the blacklist must reach
-  (``update-initramfs`` on Debian and Ubuntu, ``dracut`` elsewhere), or none;
+  (``update-initramfs`` on Debian and Ubuntu, ``dracut`` elsewhere), or none, and the
+  command line that regenerates every installed kernel's initramfs with it;
 - whether nouveau is loaded now (``/sys/module/nouveau``);
 - the blacklist file as module_utils/managed_files.py describes it, so that writing it
   again runs nothing on the host when it is already as rendered (managed_files' ``current``).
@@ -25,6 +26,13 @@ INITRAMFS_TOOLS: Sequence[Tuple[str, str]] = (
     ("update-initramfs", "/usr/sbin/update-initramfs"),
     ("dracut", "/usr/bin/dracut"),
 )
+# Each tool's command line that regenerates the initramfs of every installed kernel, so the
+# blacklist reaches the kernel the host boots next, not only the running one:
+# update-initramfs(8) -u (update) -k all; dracut(8) --force (replace) --regenerate-all.
+INITRAMFS_COMMANDS: Dict[str, Sequence[str]] = {
+    "update-initramfs": ("update-initramfs", "-u", "-k", "all"),
+    "dracut": ("dracut", "--force", "--regenerate-all"),
+}
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "blacklist": {"type": "path", "required": True},
@@ -49,11 +57,14 @@ def read(
     tools: Sequence[Tuple[str, str]] = INITRAMFS_TOOLS,
 ) -> Dict[str, Any]:
     """The four facts (the module's result): ``manages_modules`` (``modprobe_dir`` is a
-    directory), ``initramfs_tool``, ``loaded`` and ``blacklist`` (``describe(blacklist)``)."""
+    directory), ``initramfs_tool`` with its ``initramfs_command`` (an argv list, empty
+    without a tool), ``loaded`` and ``blacklist`` (``describe(blacklist)``)."""
+    tool = initramfs_tool(tools)
     return {
         "modprobe_dir": modprobe_dir,
         "manages_modules": os.path.isdir(modprobe_dir),
-        "initramfs_tool": initramfs_tool(tools),
+        "initramfs_tool": tool,
+        "initramfs_command": list(INITRAMFS_COMMANDS.get(tool, ())),
         "loaded": os.path.exists(module_sysfs_path),
         "blacklist": describe(blacklist),
     }

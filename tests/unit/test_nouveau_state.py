@@ -48,6 +48,7 @@ def test_a_host_without_modprobe_d_does_not_manage_its_modules(tmp_path):
     assert found["manages_modules"] is False
     assert found["loaded"] is False
     assert found["initramfs_tool"] == ""
+    assert found["initramfs_command"] == []
     assert found["blacklist"] == {
         "path": str(tmp_path / "modprobe.d" / "blacklist-nouveau.conf"),
         "regular": False,
@@ -69,6 +70,7 @@ def test_a_host_with_nouveau_loaded_and_the_blacklist_written(tmp_path):
     )
     assert found["manages_modules"] is True and found["loaded"] is True
     assert found["initramfs_tool"] == "dracut"
+    assert found["initramfs_command"] == ["dracut", "--force", "--regenerate-all"]
     assert found["blacklist"] == describe(str(blacklist))
     assert found["blacklist"]["regular"] is True
 
@@ -101,3 +103,15 @@ def test_the_module_returns_the_read(tmp_path, capsys):
     assert result["manages_modules"] is True and result["loaded"] is True
     assert result["modprobe_dir"] == str(tmp_path)
     assert result["blacklist"]["regular"] is False
+
+
+def test_debian_regenerates_every_kernels_initramfs(tmp_path):
+    found = read(
+        str(tmp_path / "blacklist-nouveau.conf"),
+        str(tmp_path / "none"),
+        describe,
+        modprobe_dir=str(tmp_path),
+        tools=tools(tmp_path, "update-initramfs", "dracut"),
+    )
+    assert found["initramfs_tool"] == "update-initramfs"
+    assert found["initramfs_command"] == ["update-initramfs", "-u", "-k", "all"]
