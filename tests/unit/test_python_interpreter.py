@@ -273,7 +273,7 @@ def test_a_missing_interpreter_is_refused_with_the_roles_message(
         tasks, "Read the interpreter that makes or is the environment, and its Python version"
     )
     refuse = task(tasks, "Refuse a missing interpreter")
-    resolve = task(tasks, "Resolve the mode and the environment's paths")
+    resolve = task(tasks, "Record the mode, the environment's paths and its interpreter")
     expr = resolve["ansible.builtin.set_fact"]["conda_pytorch__base_python_path"]
     variables = {
         "conda_pytorch_mode": mode,
