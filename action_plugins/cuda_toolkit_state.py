@@ -10,53 +10,34 @@ or without ``read``, the module runs on the host, reads there and plans.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import ansible.module_utils
 from ansible import constants as C
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+# Controller-side Python does not see ansible.cfg's module_utils folder the way modules do
+# (AnsiballZ ships it to them); make the same modules importable here.
 for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import toolkit_state  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "cuda_toolkit_state"
+    SPEC = toolkit_state.ARGUMENT_SPEC
+    CONSTRAINTS: ClassVar[dict] = {
+        "mutually_exclusive": toolkit_state.MUTUALLY_EXCLUSIVE,
+        "required_by": toolkit_state.REQUIRED_BY,
+        "required_one_of": toolkit_state.REQUIRED_ONE_OF,
+    }
+    CONTROLLER_ONLY = ("read",)
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        validated = ArgumentSpecValidator(
-            toolkit_state.ARGUMENT_SPEC,
-            mutually_exclusive=toolkit_state.MUTUALLY_EXCLUSIVE,
-            required_by=toolkit_state.REQUIRED_BY,
-            required_one_of=toolkit_state.REQUIRED_ONE_OF,
-        ).validate(args)
-        if validated.error_messages:
-            result.update(
-                failed=True, msg="cuda_toolkit_state: " + "; ".join(validated.error_messages)
-            )
-            return result
-        params = validated.validated_parameters
+    def answer(self, params):
+        """Planned here from the stack entry point's read when it covers every argument."""
         read = params.get("read")
-        args.pop("read", None)
-        answered = None
-        if read is not None:
-            try:
-                answered = toolkit_state.answer(params, read)
-            except ValueError as exc:
-                result.update(failed=True, msg=f"cuda_toolkit_state: {exc}")
-                return result
-        if answered is None:
-            result.update(
-                self._execute_module(
-                    module_name="cuda_toolkit_state", module_args=args, task_vars=task_vars
-                )
-            )
-            return result
-        result.update(changed=False, reused_read=True, **answered)
-        return result
+        answered = None if read is None else toolkit_state.answer(params, read)
+        return None if answered is None else dict(answered, changed=False, reused_read=True)

@@ -8,33 +8,23 @@ result is the module's, JSON included (the same round trip a module's result tak
 
 from __future__ import annotations
 
-import json
-
 import ansible.module_utils
 from ansible import constants as C
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+# Controller-side Python does not see ansible.cfg's module_utils folder the way modules do
+# (AnsiballZ ships it to them); make the same modules importable here.
 for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import stack_check  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "gpu_stack_check"
+    SPEC = stack_check.ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars or {})
-        validated = ArgumentSpecValidator(stack_check.ARGUMENT_SPEC).validate(dict(self._task.args))
-        if validated.error_messages:
-            result.update(
-                failed=True,
-                msg="gpu_stack_check: " + "; ".join(validated.error_messages),
-            )
-            return result
-        checked = json.loads(json.dumps(stack_check.check_or_reuse(validated.validated_parameters)))
-        result.update(checked)
-        return result
+    def answer(self, params):
+        return stack_check.check_or_reuse(params)

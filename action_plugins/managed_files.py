@@ -12,44 +12,32 @@ from __future__ import annotations
 
 import ansible.module_utils
 from ansible import constants as C
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+# Controller-side Python does not see ansible.cfg's module_utils folder the way modules do
+# (AnsiballZ ships it to them); make the same modules importable here.
 for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import managed_files  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "managed_files"
+    SPEC = managed_files.ACTION_SPEC
+    CONTROLLER_ONLY = ("current",)
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        validated = ArgumentSpecValidator(managed_files.ACTION_SPEC).validate(args)
-        if validated.error_messages:
-            result.update(failed=True, msg="managed_files: " + "; ".join(validated.error_messages))
-            return result
-        params = validated.validated_parameters
+    def answer(self, params):
+        """Answered here when the earlier read shows every file as wanted."""
         current = params.get("current")
-        args.pop("current", None)
         if current is None or managed_files.pending(params["files"], current):
-            result.update(
-                self._execute_module(
-                    module_name="managed_files", module_args=args, task_vars=task_vars
-                )
-            )
-            return result
-        result.update(
-            changed=False,
-            files=[
-                {"path": f["path"], "changed": False, "created": False} for f in params["files"]
-            ],
-            diff=[],
-            msg=f"{len(params['files'])} file(s) as wanted, as read earlier in this stage",
-        )
-        return result
+            return None
+        files = params["files"]
+        return {
+            "changed": False,
+            "files": [{"path": f["path"], "changed": False, "created": False} for f in files],
+            "diff": [],
+            "msg": f"{len(files)} file(s) as wanted, as read earlier in this stage",
+        }

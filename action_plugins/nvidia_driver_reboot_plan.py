@@ -10,43 +10,26 @@ there and reads them itself.
 
 from __future__ import annotations
 
-import json
-
 import ansible.module_utils
 from ansible import constants as C
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+# Controller-side Python does not see ansible.cfg's module_utils folder the way modules do
+# (AnsiballZ ships it to them); make the same modules importable here.
 for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import driver_state  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "nvidia_driver_reboot_plan"
+    SPEC = driver_state.REBOOT_PLAN_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        validated = ArgumentSpecValidator(driver_state.REBOOT_PLAN_SPEC).validate(args)
-        if validated.error_messages:
-            result.update(
-                failed=True,
-                msg="nvidia_driver_reboot_plan: " + "; ".join(validated.error_messages),
-            )
-            return result
-        params = validated.validated_parameters
+    def answer(self, params):
+        """Decided here given the change record; without it the module reads the host."""
         if params.get("change_record") is None:
-            result.update(
-                self._execute_module(
-                    module_name="nvidia_driver_reboot_plan", module_args=args, task_vars=task_vars
-                )
-            )
-            return result
-        planned = driver_state.reboot_plan_for(params)
-        result.update(json.loads(json.dumps(dict(planned, changed=False))))
-        return result
+            return None
+        return dict(driver_state.reboot_plan_for(params), changed=False)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_state import verify_problem
+from ansible.module_utils.driver_state import VERDICT_SPEC, verdict_for
 
 DOCUMENTATION = r"""
 ---
@@ -17,7 +17,9 @@ description:
   - nvidia-smi missing, nvidia-smi failing, or a driver of another branch than the one asked
     for (unless adopted; the old module is still loaded) are problems; each message says
     where the kernel module stands and whether a reboot is pending.
-  - Reads only; supports check mode.
+  - Reads nothing on the host; supports check mode. The judgement needs only its arguments,
+    so action_plugins/nvidia_driver_verdict.py makes it on the controller, and this module
+    runs only where that plugin is not loaded.
 version_added: "0.6.0"
 author:
   - Kindling maintainers
@@ -75,27 +77,8 @@ problem:
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "nvidia_smi": {"type": "dict", "required": True},
-            "kernel_module": {"type": "dict", "required": True},
-            "outcome": {"type": "str", "default": ""},
-            "branch": {"type": "str", "required": True},
-            "reboot_pending": {"type": "bool", "default": False},
-            "reboot_reasons": {"type": "list", "elements": "str", "default": []},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    problem = verify_problem(
-        p["nvidia_smi"],
-        p["kernel_module"],
-        p["outcome"],
-        p["branch"],
-        p["reboot_pending"],
-        p["reboot_reasons"],
-    )
-    module.exit_json(changed=False, problem=problem)
+    module = AnsibleModule(argument_spec=VERDICT_SPEC, supports_check_mode=True)
+    module.exit_json(**verdict_for(module.params))
 
 
 if __name__ == "__main__":

@@ -189,6 +189,33 @@ def decide(
     }
 
 
+# The nvidia_driver_verdict module's arguments; it runs on the controller
+# (action_plugins/nvidia_driver_verdict.py): the judgement reads nothing on the host.
+VERDICT_SPEC: Dict[str, Any] = {
+    "nvidia_smi": {"type": "dict", "required": True},
+    "kernel_module": {"type": "dict", "required": True},
+    "outcome": {"type": "str", "default": ""},
+    "branch": {"type": "str", "required": True},
+    "reboot_pending": {"type": "bool", "default": False},
+    "reboot_reasons": {"type": "list", "elements": "str", "default": []},
+}
+
+
+def verdict_for(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The nvidia_driver_verdict result for VERDICT_SPEC's validated params."""
+    return {
+        "changed": False,
+        "problem": verify_problem(
+            params["nvidia_smi"],
+            params["kernel_module"],
+            params["outcome"],
+            params["branch"],
+            params["reboot_pending"],
+            params["reboot_reasons"],
+        ),
+    }
+
+
 def verify_problem(
     smi: Dict[str, Any],
     kernel_module: Dict[str, Any],
@@ -229,6 +256,90 @@ def verify_problem(
             f"still loaded.{after}"
         )
     return ""
+
+
+# What a working driver serves, checked after the stage by nvidia_driver_service_verdict,
+# which runs on the controller (action_plugins/nvidia_driver_service_verdict.py).
+SERVICE_VERDICT_SPEC: Dict[str, Any] = {
+    "nvidia_smi": {"type": "dict", "required": True},
+    "persistence_expected": {"type": "bool", "default": False},
+    "fabric_manager": {"type": "dict"},
+    "cuda_init": {"type": "dict"},
+}
+# Fabric manager outcomes (module_utils/fabric_manager.py decide) that are not a problem.
+FABRIC_FINE = ("ok", "not-needed")
+
+
+def persistence_problem(smi: Dict[str, Any]) -> str:
+    """The GPUs whose persistence mode is off although the role started nvidia-persistenced
+    with --persistence-mode, in one message; "" when every GPU has it on."""
+    off = [str(g.get("index")) for g in smi.get("gpus") or [] if not g.get("persistence_mode")]
+    if not off:
+        return ""
+    return (
+        f"Persistence mode is off on GPU(s) {', '.join(off)} although the role started "
+        "nvidia-persistenced with --persistence-mode: check `systemctl cat "
+        "nvidia-persistenced` for another drop-in, and the daemon's journal."
+    )
+
+
+def _checked(result: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A registered task result, or None where the task was skipped or not given."""
+    if not result or result.get("skipped"):
+        return None
+    return result
+
+
+def service_verdict(
+    smi: Dict[str, Any],
+    persistence_expected: bool = False,
+    fabric_manager: Optional[Dict[str, Any]] = None,
+    cuda_init: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """What a driver that works (verify_problem found nothing) serves, judged once:
+    persistence mode on every GPU where the role started nvidia-persistenced
+    (``persistence_expected``), the fabric manager's check (nvidia_fabric_manager_state's
+    result, None or skipped where the host needs none) and CUDA's initialisation (the
+    ``cuda_init`` fact, None where it was not read). Returns ``problems``, each one message
+    in the order they were checked, and ``report``, the one line that describes the driver.
+    """
+    fabric = _checked(fabric_manager)
+    cuda = _checked(cuda_init)
+    problems: List[str] = []
+    if persistence_expected:
+        persistence = persistence_problem(smi)
+        if persistence:
+            problems.append(persistence)
+    if fabric and fabric.get("outcome", "ok") not in FABRIC_FINE:
+        problems.append(f"{fabric.get('message', '')} Fix: {fabric.get('fix', '')}.")
+    if cuda and cuda.get("state", "ok") != "ok":
+        problems.append(f"nvidia-smi works, but {cuda.get('message', '')}")
+    gpus = smi.get("gpus") or []
+    on = all(g.get("persistence_mode") for g in gpus)
+    report = (
+        f"nvidia-smi works: driver {smi.get('driver_version')} (CUDA "
+        f"{smi.get('cuda_driver_version')}), {smi.get('gpu_count', len(gpus))} GPU(s): "
+        f"{', '.join(str(g.get('name')) for g in gpus)}; persistence mode "
+        f"{'on' if on else 'off'}"
+    )
+    if fabric and fabric.get("outcome") == "ok":
+        report += f"; {fabric.get('message', '')}"
+    if cuda:
+        report += f"; {cuda.get('message', '')}"
+    return {"problems": problems, "report": report}
+
+
+def service_verdict_for(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The nvidia_driver_service_verdict result for SERVICE_VERDICT_SPEC's validated params."""
+    return dict(
+        changed=False,
+        **service_verdict(
+            params["nvidia_smi"],
+            params["persistence_expected"],
+            params.get("fabric_manager"),
+            params.get("cuda_init"),
+        ),
+    )
 
 
 def reboot_plan(

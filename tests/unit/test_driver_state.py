@@ -20,6 +20,7 @@ from ansible.module_utils.driver_state import (
     decide,
     parse_dpkg_status,
     secure_boot,
+    service_verdict,
     verify_problem,
 )
 from ansible.module_utils.testing import patch_module_args
@@ -440,6 +441,122 @@ def test_the_verdict_module_returns_the_problem(capsys):
     result = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and result["changed"] is False
     assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")
+
+
+# --- what a working driver serves (nvidia_driver_service_verdict)
+
+TWO_GPUS = dict(
+    WORKS,
+    cuda_driver_version="13.0",
+    gpu_count=2,
+    gpus=[
+        {"index": 0, "name": "NVIDIA H200", "persistence_mode": True},
+        {"index": 1, "name": "NVIDIA H200", "persistence_mode": False},
+    ],
+)
+FM_OK = {"changed": False, "outcome": "ok", "message": "nvidia-fabricmanager 580.95.05 runs"}
+FM_MISMATCH = {
+    "changed": False,
+    "outcome": "version-mismatch",
+    "message": "nvidia-fabricmanager 580.105.08 does not match the driver 580.95.05",
+    "fix": "apt-get install nvidia-fabricmanager=580.95.05-*",
+}
+FM_SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+CUDA_OK = {"state": "ok", "message": "cuInit succeeded, 2 device(s)"}
+CUDA_802 = {"state": "failed", "message": "cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)"}
+PERSISTENCE_OFF = (
+    "Persistence mode is off on GPU(s) 1 although the role started nvidia-persistenced with "
+    "--persistence-mode: check `systemctl cat nvidia-persistenced` for another drop-in, and "
+    "the daemon's journal."
+)
+
+
+def test_a_working_driver_that_serves_everything_is_reported_in_one_line():
+    smi = dict(TWO_GPUS, gpus=[dict(g, persistence_mode=True) for g in TWO_GPUS["gpus"]])
+    assert service_verdict(smi, True, FM_OK, CUDA_OK) == {
+        "problems": [],
+        "report": "nvidia-smi works: driver 580.95.05 (CUDA 13.0), 2 GPU(s): NVIDIA H200, "
+        "NVIDIA H200; persistence mode on; nvidia-fabricmanager 580.95.05 runs; cuInit "
+        "succeeded, 2 device(s)",
+    }
+
+
+def test_every_failed_check_is_named_in_the_order_checked():
+    verdict = service_verdict(TWO_GPUS, True, FM_MISMATCH, CUDA_802)
+    assert verdict["problems"] == [
+        PERSISTENCE_OFF,
+        "nvidia-fabricmanager 580.105.08 does not match the driver 580.95.05 Fix: apt-get "
+        "install nvidia-fabricmanager=580.95.05-*.",
+        "nvidia-smi works, but cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)",
+    ]
+    # The report says what is there; a fabric manager that is not ok is not in it.
+    assert verdict["report"] == (
+        "nvidia-smi works: driver 580.95.05 (CUDA 13.0), 2 GPU(s): NVIDIA H200, NVIDIA H200; "
+        "persistence mode off; cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)"
+    )
+
+
+@pytest.mark.parametrize(
+    "expected, fabric, cuda, problems",
+    [
+        # Where the role did not start nvidia-persistenced, persistence mode off is no problem.
+        (False, None, None, []),
+        (True, None, None, [PERSISTENCE_OFF]),
+        # A skipped fabric manager task is a host that needs none.
+        (False, FM_SKIPPED, CUDA_OK, []),
+        (False, dict(FM_OK, outcome="not-needed"), None, []),
+        (
+            False,
+            FM_SKIPPED,
+            dict(CUDA_802, state="no_library"),
+            ["nvidia-smi works, but cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)"],
+        ),
+    ],
+)
+def test_what_counts_as_a_problem(expected, fabric, cuda, problems):
+    assert service_verdict(TWO_GPUS, expected, fabric, cuda)["problems"] == problems
+
+
+def test_the_service_verdict_module_and_its_controller_side_agree(capsys):
+    import nvidia_driver_service_verdict
+    import nvidia_driver_verdict
+
+    args = {"nvidia_smi": TWO_GPUS, "persistence_expected": True, "fabric_manager": FM_MISMATCH}
+    with patch_module_args(dict(args, _ansible_check_mode=True)), pytest.raises(SystemExit) as exc:
+        nvidia_driver_service_verdict.main()
+    result = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 0 and result["changed"] is False
+    assert result["problems"] == service_verdict(TWO_GPUS, True, FM_MISMATCH)["problems"]
+    with patch_module_args({"nvidia_smi": TWO_GPUS}), pytest.raises(SystemExit) as exc:
+        nvidia_driver_verdict.main()
+    assert exc.value.code != 0, "kernel_module and branch are required"
+    assert "missing required arguments" in json.loads(capsys.readouterr().out)["msg"]
+
+
+@pytest.mark.slow
+def test_both_driver_verdicts_are_made_on_the_controller(tmp_path):
+    from test_gpu_stack_check import run_on_controller_task
+
+    # The host refuses SSH: any module run there would make the task unreachable.
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
+    args = {"nvidia_smi": TWO_GPUS, "persistence_expected": True, "cuda_init": CUDA_802}
+    result = run_on_controller_task("nvidia_driver_service_verdict", args, tmp_path, unreachable)
+    assert not result.get("unreachable"), result
+    assert result["problems"] == service_verdict(TWO_GPUS, True, None, CUDA_802)["problems"]
+    args = {
+        "nvidia_smi": dict(WORKS, driver_version="550.54.15"),
+        "kernel_module": KM_LOADED,
+        "outcome": "present",
+        "branch": "580",
+    }
+    result = run_on_controller_task("nvidia_driver_verdict", args, tmp_path, unreachable)
+    assert not result.get("unreachable"), result
+    assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")
+    # Bad arguments are refused there as the module refuses them.
+    result = run_on_controller_task(
+        "nvidia_driver_service_verdict", {"persistence_expected": True}, tmp_path, unreachable
+    )
+    assert result.get("failed") and "nvidia_smi" in result["msg"], result
 
 
 # --- whether the driver needs a reboot (nvidia_driver_reboot_plan)
