@@ -274,7 +274,11 @@ def test_a_missing_interpreter_is_refused_with_the_roles_message(
     )
     refuse = task(tasks, "Refuse a missing interpreter")
     resolve = task(tasks, "Record the mode, the environment's paths and its interpreter")
-    expr = resolve["ansible.builtin.set_fact"]["conda_pytorch__base_python_path"]
+    assert resolve["ansible.builtin.set_fact"]["conda_pytorch__base_python_path"] == (
+        "{{ conda_pytorch__planned_base_python }}"
+    )
+    role_vars = REPO_ROOT / "roles" / "conda_pytorch" / "vars" / "main.yml"
+    expr = yaml.safe_load(role_vars.read_text())["conda_pytorch__planned_base_python"]
     variables = {
         "conda_pytorch_mode": mode,
         "conda_pytorch_python": python,

@@ -73,12 +73,66 @@ def test_each_stage_imports_its_entry_point_before_its_first_change(role):
     imports = [t for t in preflight if t.get("ansible.builtin.import_tasks") == "stack.yml"]
     assert len(imports) == 1
     before = preflight[: preflight.index(imports[0])]
-    # Only reads come first: variables, the GPU read a stage alone needs.
+    # Only reads come first: variables, and the GPU read a stage alone needs.
     assert {module(t) for t in before} <= {
         "ansible.builtin.include_tasks",
         "ansible.builtin.include_vars",
-        "nvidia_smi_facts",
+        "ansible.builtin.include_role",
     }
+    for t in before:
+        if module(t) == "ansible.builtin.include_role":
+            assert t[module(t)]["name"] == "gpu_preflight"
+            assert t[module(t)]["tasks_from"] == "detect"
+
+
+def _gpu_reads():
+    """(role/tasks/file, task) of every nvidia_smi_facts task and every include of the
+    preflight's `detect` entry point in the roles."""
+    found = []
+    for path in sorted(ROLES.glob("*/tasks/*.yml")):
+        for t in flat(yaml.safe_load(path.read_text()) or []):
+            where = f"{path.parent.parent.name}/{path.name}"
+            if module(t) == "nvidia_smi_facts":
+                found.append((where, t))
+            elif module(t) == "ansible.builtin.include_role":
+                args = t["ansible.builtin.include_role"]
+                if args.get("name") == "gpu_preflight" and args.get("tasks_from") == "detect":
+                    found.append((where, t))
+    return found
+
+
+def test_the_gpus_are_detected_in_one_place():
+    """The first read of a host's GPUs is gpu_preflight's `detect`; a stage run alone includes
+    it, under the same condition everywhere. The other nvidia_smi_facts runs read again after
+    something changed what nvidia-smi reports, or before the throughput check."""
+    reads = _gpu_reads()
+    detection = [
+        t for where, t in reads if module(t) == "nvidia_smi_facts" and where.endswith("detect.yml")
+    ]
+    assert len(detection) == 1 and detection[0]["nvidia_smi_facts"]["pci_facts"] is True
+    includes = {where for where, t in reads if module(t) == "ansible.builtin.include_role"}
+    assert includes == {
+        "nvidia_driver/preflight.yml",
+        "cuda/preflight.yml",
+        "conda_pytorch/preflight.yml",
+        "conda_pytorch/verify.yml",
+    }
+    for where, t in reads:
+        if module(t) == "ansible.builtin.include_role":
+            assert t["when"] == "not gpu_preflight_gpus_read | default(false)", where
+    again = sorted(
+        where
+        for where, t in reads
+        if module(t) == "nvidia_smi_facts" and not where.endswith("detect.yml")
+    )
+    assert again == [
+        "gpu_check/facts.yml",
+        "nvidia_driver/read-after-change.yml",
+        "nvidia_driver/verify-driver.yml",
+    ]
+    for where, t in reads:
+        if where.startswith("nvidia_driver/"):
+            assert t.get("when"), f"{where} reads again only after a change"
 
 
 @pytest.mark.parametrize("role", STAGES)
