@@ -266,8 +266,6 @@ SERVICE_VERDICT_SPEC: Dict[str, Any] = {
     "fabric_manager": {"type": "dict"},
     "cuda_init": {"type": "dict"},
 }
-# Fabric manager outcomes (module_utils/fabric_manager.py decide) that are not a problem.
-FABRIC_FINE = ("ok", "not-needed")
 
 
 def persistence_problem(smi: Dict[str, Any]) -> str:
@@ -310,7 +308,8 @@ def service_verdict(
         persistence = persistence_problem(smi)
         if persistence:
             problems.append(persistence)
-    if fabric and fabric.get("outcome", "ok") not in FABRIC_FINE:
+    # module_utils/fabric_manager.py decide names a fix exactly where something needs one.
+    if fabric and fabric.get("fix"):
         problems.append(f"{fabric.get('message', '')} Fix: {fabric.get('fix', '')}.")
     if cuda and cuda.get("state", "ok") != "ok":
         problems.append(f"nvidia-smi works, but {cuda.get('message', '')}")

@@ -72,8 +72,13 @@ def _plain(value: object) -> str:
     return " ".join(str(value).split())
 
 
+def _markdown(value: object) -> str:
+    """A description on one line, C(code) as Markdown code."""
+    return _CODE.sub(r"`\1`", _plain(value))
+
+
 def _one_line(value: object) -> str:
-    return _CODE.sub(r"`\1`", _plain(value)).replace("|", "\\|")
+    return _markdown(value).replace("|", "\\|")
 
 
 def _default(spec: dict) -> str:
@@ -102,7 +107,7 @@ def _description(opt: dict, table: bool = True) -> str:
     """The description, plus the choices where it does not name them all (the READMEs and
     the defaults have no type column); code in backticks. ``table``: escaped for a Markdown
     table cell."""
-    text = _CODE.sub(r"`\1`", _plain(opt.get("description", "")))
+    text = _markdown(opt.get("description", ""))
     choices = opt.get("choices")
     if choices and not all(_mentions(text, c) for c in choices):
         each = "Each one of" if opt.get("type") == "list" else "One of"

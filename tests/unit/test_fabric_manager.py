@@ -322,3 +322,24 @@ def test_module_reads_the_fabric_state_from_nvidia_smi(fake_tools, tmp_path, cap
     assert result["driver_version"] == "550.90.07"
     assert result["packages"] == ["nvidia-fabricmanager-550", "libnvidia-nscq-550"]
     assert "GPU 0 In Progress" in result["message"] and "GPU 7 Not Started" in result["message"]
+
+
+def test_a_fix_is_named_exactly_where_something_needs_one():
+    """nvidia_driver_service_verdict (module_utils/driver_state.py) counts a fabric manager
+    result as a problem when it names a fix: ok and not-needed must name none, every other
+    outcome one."""
+    completed = [{"gpu": 0, "state": "completed", "state_text": "Completed"}]
+    pending = [{"gpu": 0, "state": "in_progress", "state_text": "In Progress"}]
+    other = {name: dict(info, version="580.105.08-1") for name, info in AT_DRIVER.items()}
+    results = [
+        decide(False, "No NVSwitch on the PCI bus.", PACKAGES, {}, DRIVER, {}),
+        decide(True, NEEDED, PACKAGES, {}, DRIVER, {}),
+        decide(True, NEEDED, PACKAGES, {}, DRIVER, {}, install_allowed=False),
+        decide(True, NEEDED, PACKAGES, other, DRIVER, FAILED, install_allowed=False),
+        decide(True, NEEDED, PACKAGES, AT_DRIVER, DRIVER, FAILED),
+        decide(True, NEEDED, PACKAGES, AT_DRIVER, DRIVER, ACTIVE, pending),
+        decide(True, NEEDED, PACKAGES, AT_DRIVER, DRIVER, ACTIVE, completed),
+    ]
+    assert {r["outcome"] for r in results} == set(OUTCOMES)
+    for result in results:
+        assert bool(result["fix"]) == (result["outcome"] not in ("ok", "not-needed")), result
