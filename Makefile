@@ -10,6 +10,7 @@ INVENTORY       ?= inventories/local
 KINDLING_CACHE  ?= $(HOME)/.cache/kindling
 SCENARIO        ?=
 PYTHON_BOOT     ?= python3
+COLLECTIONS_STAMP := collections/.kindling-collections.json
 # Debian packages the test bed needs (podman runs Molecule's hosts; mmdebstrap builds
 # their image; equivs, apt-utils, gnupg and xz-utils build the fixture repository;
 # headless Chromium drives the JupyterLab browser test; gcc and libc6-dev build the stand-in
@@ -24,13 +25,13 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check references references-check variables variables-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
+.PHONY: help site test controller venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check references references-check variables variables-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- the two commands
-site: venv ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
+site: controller ## Converge playbooks/site.yml (INVENTORY=inventories/local by default)
 	ansible-playbook playbooks/site.yml -i $(INVENTORY) $(ARGS)
 
 # Three lanes side by side (tools/run-lanes.sh): lint, unit, registry, then the reliability
@@ -40,12 +41,26 @@ test: venv apt-deps podman-config fixtures ## Lint, unit, registry, every Molecu
 	@echo "make test: all checks passed"
 
 # ---------------------------------------------------------------- bootstrap
-venv: $(VENV)/.installed ## Create the virtualenv with the pinned tool chain
+# `make site` installs the controller alone: requirements.txt in $(VENV) and requirements.yml's
+# collections in collections/ (ansible.cfg's collections_path), copied out of the `ansible`
+# bundle's wheel (tools/install_collections.py). `make venv` adds the test tool chain
+# (requirements-dev.txt, which includes requirements.txt) to the same $(VENV).
+controller: $(VENV)/.controller-installed $(COLLECTIONS_STAMP) ## Install the controller alone: requirements.txt, requirements.yml's collections
 
-$(VENV)/.installed: requirements-dev.txt
+venv: $(VENV)/.installed ## Create the virtualenv with the pinned test tool chain (requirements-dev.txt)
+
+$(VENV)/.controller-installed: requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON_BOOT) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(COLLECTIONS_STAMP): requirements.yml requirements-dev.txt tools/install_collections.py $(VENV)/.controller-installed
+	$(VENV)/bin/python tools/install_collections.py --dest collections --cache $(KINDLING_CACHE)/wheels
+
+$(VENV)/.installed: requirements-dev.txt requirements.txt
 	@test -x $(VENV)/bin/python || $(PYTHON_BOOT) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-	@touch $@
+	@touch $@ $(VENV)/.controller-installed
 
 apt-deps: ## Install the Debian packages the test bed needs, when missing
 	@missing=""; for p in $(APT_PACKAGES); do \
@@ -120,5 +135,5 @@ molecule: podman-config fixtures ## Every Molecule scenario (SCENARIO=name for o
 reliability: podman-config fixtures ## Bad inputs, faults, check mode and secrets against a test host
 	tools/testbed.sh pytest -q -p no:cacheprovider $(or $(TESTS),tests/reliability) $(PYTEST_ARGS)
 
-clean: ## Remove the virtualenv and local caches (the test image cache stays)
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache
+clean: ## Remove the virtualenv, the copied collections and local caches (the test image cache stays)
+	rm -rf $(VENV) collections .cache .pytest_cache .ruff_cache

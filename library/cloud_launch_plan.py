@@ -84,7 +84,7 @@ def credential_source(profile: str):
         return (
             None,
             "boto3 and botocore are not installed on the controller: "
-            "pip install -r requirements-dev.txt",
+            "pip install -r requirements.txt",
         )
     try:
         session = botocore.session.Session(profile=profile or None)
