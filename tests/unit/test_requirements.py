@@ -188,7 +188,15 @@ def test_controller_pins_meet_the_collections_own_requirements():
 # requirements.txt and requirements-dev.txt
 # ---------------------------------------------------------------------------
 
-CONTROLLER = {"ansible-core", "ansible-runner", "plotly", "narwhals", "boto3", "botocore"}
+CONTROLLER = {
+    "ansible-core",
+    "cryptography",
+    "ansible-runner",
+    "plotly",
+    "narwhals",
+    "boto3",
+    "botocore",
+}
 
 
 def test_requirements_txt_is_the_controller_and_dev_adds_the_test_tools_once():
