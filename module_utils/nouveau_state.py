@@ -3,7 +3,7 @@
 The nouveau stage needs four facts of the host, and reads them in one module run:
 
 - whether the host loads its own kernel modules: ``/etc/modprobe.d`` is there. A container,
-  or a VM whose GPU driver the hypervisor provides, has none, and the stage ends for it;
+  or a VM whose GPU driver the hypervisor provides, has none, and the role ends itself;
 - which initramfs tool regenerates the initramfs the blacklist must reach
   (``update-initramfs`` on Debian and Ubuntu, ``dracut`` elsewhere), or none, and the
   command line that regenerates every installed kernel's initramfs with it;

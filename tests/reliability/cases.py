@@ -1428,6 +1428,12 @@ CHECKS: List[Dict[str, str]] = [
         "test": "tests/reliability/test_gpu_stages_skip.py",
     },
     {
+        "id": "every-role-in-one-play",
+        "input": "a user's own play with every role in site.yml's order (tests/reliability/every_role.yml), --check, on a host without a GPU and without /etc/modprobe.d",
+        "expect": "each role runs, or says why it skips and ends itself (nouveau, the GPU stages, gpu_check; site_lock in check mode); jupyter and dcgm_exporter still run after nouveau's skip; the host snapshot is unchanged",
+        "test": "tests/reliability/test_roles_compose.py",
+    },
+    {
         "id": "idempotence-every-scenario",
         "input": "a second converge of every Molecule scenario",
         "expect": "changed=0 (Molecule's idempotence step, present in every scenario's sequence)",
