@@ -30,6 +30,20 @@ description:
     and the likely causes that the O(nvidia_smi) and O(torch_cuda) facts show.
     Those causes are a downgraded PCIe link, throttled clocks, MIG on, other processes
     on the GPU, or the wrong torch build.
+  - Before it starts the program (O(device=cuda)), the module reads C(nvidia-smi -q -x)
+    and finds the GPUs that are busy. A GPU is busy when another compute process runs on
+    it (named by pid, process name and memory; a pid this host's /proc lacks, or a process
+    without a name, is counted as hidden by a container), when more than 1024 MiB of its
+    memory is in use, or when its utilisation is 10% or more. O(busy_gpu) decides what
+    happens to them, and a GPU left out is reported as not measured because busy, never
+    as slow. When no GPU is free the program does not run and the verdict is
+    V(not_measured).
+  - While the program runs, a thread reads C(nvidia-smi -q -x) every 5 s and records per
+    GPU the processes that are not the program's (its pid and descendants), the highest
+    utilisation and the clock-event reasons seen (RV(contention)). Another process on a
+    GPU is the cause named first. The software power cap (C(sw_power_cap)) under load is
+    normal and never a fault; thermal slowdown, hardware slowdown, the power brake and a
+    lowered power limit are each a cause of their own.
   - The O(nvidia_smi) facts' C(health) and C(health_notes) come back as C(health_codes)
     (failing first, each with its severity and remedy) and C(health_line), so that the
     reports show them next to the verdict. A slow host's message names the failing codes.
@@ -54,10 +68,11 @@ options:
     required: true
   profile:
     description:
-      - V(quick) runs fp32, amp_fp16 (the seed recipe), amp_fp16_cl and the h2d probe
-        in about 35 s on an H200 (its fp16 modes take cuDNN's heuristic algorithms).
+      - V(quick) runs fp32, amp_fp16 (the seed recipe), amp_fp16_cl (about 35 s on an
+        H200; its fp16 modes take cuDNN's heuristic algorithms) and the h2d, membw and
+        matmul probes that the floors judge (O(floor_waivers)).
       - V(full) adds tf32, both bf16 modes, torch.compile, DDP over all local GPUs, and
-        the input_pipeline, matmul and h2d probes.
+        the input_pipeline probe.
     type: str
     choices: [quick, full]
     default: quick
@@ -70,7 +85,7 @@ options:
     elements: str
   probes:
     description:
-      - Probes to run instead of the profile's (h2d, matmul, input_pipeline).
+      - Probes to run instead of the profile's (h2d, membw, matmul, input_pipeline).
       - An empty list runs none.
     type: list
     elements: str
@@ -127,6 +142,39 @@ options:
         mode, fails the host (0 < gpu_margin < 1).
     type: float
     default: 0.1
+  floor_waivers:
+    description:
+      - Floors to waive (C(module_utils/gpu_floors.py), the catalogue's C(throughput_floors)).
+        A waived floor is judged and reported as V(waived), with the status it would have
+        had, and never fails the host.
+      - The floors hold GPU 0's PCIe link under load to what GPU and slot support
+        (V(pcie_link)), pinned copies both ways to 75% of that link's rate (V(h2d),
+        V(d2h)), device memory bandwidth to 75% of the datasheet's (V(membw)), and dense
+        matmul to half the datasheet's TFLOP/s per precision (warn only).
+    type: list
+    elements: str
+    choices: [pcie_link, h2d, d2h, membw, matmul_fp32, matmul_tf32, matmul_bf16, matmul_fp16]
+    default: []
+  host:
+    description:
+      - The host's name as the inventory gives it, for RV(headline_line); V(this host) when
+        omitted.
+    type: str
+  busy_gpu:
+    description:
+      - What to do with a GPU that another process uses when the check starts.
+      - V(wait) re-reads nvidia-smi every 5 s for up to O(busy_wait) seconds, then leaves
+        out the GPUs still busy. V(skip) leaves them out at once. V(measure) measures them
+        anyway; the causes still name the other process.
+      - A GPU left out is measured by nobody (the program gets C(--gpus) with the free
+        ones) and reported as not measured because busy, naming the process.
+    type: str
+    choices: [skip, wait, measure]
+    default: wait
+  busy_wait:
+    description: Seconds to wait for busy GPUs to become free with O(busy_gpu=wait).
+    type: int
+    default: 120
   timeout:
     description: Seconds the program may run before it is killed and the task fails.
     type: int
@@ -203,7 +251,9 @@ throughput:
         - The ddp mode also has world_size, img_s_per_gpu and scaling_efficiency.
       type: dict
     probes:
-      description: h2d, matmul and input_pipeline results.
+      description:
+        - h2d (pinned copies both ways, gb_s and d2h_gb_s, and link_under_load, the PCIe
+          link read while they ran), membw, matmul and input_pipeline results.
       type: dict
     seed_ratio:
       description: Best single-GPU mode vs the seed recipe (amp_fp16, NCHW).
@@ -235,14 +285,30 @@ probes_judged:
   description: Per probe, its status (pass, fail or not_run) and reason.
   returned: when the program ran
   type: dict
+floors:
+  description:
+    - The floors of GPU 0 (C(module_utils/gpu_floors.py)), in the catalogue's order, each
+      with name, label, measured, unit, floor (warn and fail levels; fail null for a
+      warn-only floor), basis, status (pass, warn, fail, not_run or waived), reason,
+      source, gpu, and anchor (what NHC or DCGM fails the card below) where they have it.
+    - A failed floor fails the host; warn, not_run and waived floors never do.
+  returned: when the program ran
+  type: list
+  elements: dict
+floors_line:
+  description: The floors in one line (counts per status, then each failed or warned floor).
+  returned: when the program ran
+  type: str
 not_run:
   description: The modes and probes that did not run or could not be judged.
   returned: when the program ran
   type: list
   elements: str
 verdict:
-  description: pass, fail, or not_run (nothing judged).
-  returned: when the program ran
+  description:
+    - pass, fail, not_run (nothing judged), or not_measured (every GPU was busy, so the
+      program did not run).
+  returned: when the program ran or every GPU was busy
   type: str
 counts:
   description: How many modes and probes passed, failed and did not run.
@@ -274,10 +340,63 @@ failed_modes:
   type: list
   elements: str
 diagnosis:
-  description: Likely causes of the failed modes, as sentences (empty when none failed).
+  description:
+    - Likely causes of the failed modes, and of every GPU not measured, as sentences (the
+      messages of RV(causes)).
   returned: always
   type: list
   elements: str
+causes:
+  description:
+    - The same causes, structured, another process first. Each has code (stable,
+      kebab-case, e.g. gpu-busy, gpu-busy-hidden, gpu-memory-in-use, power-cap-reached,
+      power-limit-lowered, thermal-slowdown, hw-slowdown, power-brake,
+      pcie-link-degraded, mig-enabled; C(CAUSE_CODES) in
+      C(module_utils/gpu_throughput_ref.py)), gpu (index or null), message, remedy
+      (or null) and fault (false for an observation that is no fault, such as the power
+      cap under load).
+  returned: always
+  type: list
+  elements: dict
+busy:
+  description:
+    - The busy-GPU decision before the program started. It has policy, wait_s,
+      waited_s, reads, busy_at_start, busy and skipped (GPU indices), measure (the GPUs
+      the program ran on; null for all) and error (set when nvidia-smi could not be
+      read, and then every GPU is measured).
+    - Its gpus list holds each GPU at the last read, with index, name, busy, why
+      (process, hidden-process, memory, utilization), processes (pid, name,
+      used_memory_mib), hidden_processes, memory_used_mib, utilization_gpu_pct,
+      clock_event_reasons_active and skipped.
+  returned: when O(device=cuda) and not in check mode
+  type: dict
+not_measured:
+  description: The indices of the GPUs left out because they were busy.
+  returned: always
+  type: list
+  elements: int
+contention:
+  description:
+    - What the reads during the measurement saw, with interval_s, samples and errors.
+    - Its gpus list holds per GPU the index, name, measured, foreign_processes (pid,
+      name, used_memory_mib, first_seen_s, last_seen_s), hidden_processes_max,
+      samples_with_foreign, utilization_gpu_max and clock_event_reasons_seen.
+  returned: when the program ran on cuda
+  type: dict
+headline_line:
+  description:
+    - The failing host's first words, the name from O(host) included, as the gpu_check role
+      prints them, for example C(gpu07 is slow), or C(could not measure gpu07) followed by
+      the first cause.
+  returned: always
+  type: str
+headline:
+  description:
+    - How a failing host is announced. It is C(is slow) when a mode measured below its
+      reference or a GPU trails the others, C(could not measure) when nothing was
+      measured, and C(failed the check) otherwise.
+  returned: always
+  type: str
 health_codes:
   description:
     - The O(nvidia_smi) facts' findings, failing (C(health)) first, then informational
@@ -321,9 +440,19 @@ import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
+from ansible.module_utils import gpu_busy  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.gpu_floors import (  # noqa: E402
+    FLOOR_NAMES,
+    apply_to_judgement,
+    judge_floors,
+)
+from ansible.module_utils.gpu_floors import (  # noqa: E402
+    failure_reasons as floor_failure_reasons,
+)
 from ansible.module_utils.gpu_health import (  # noqa: E402
     FAILING,
     code_list,
@@ -333,14 +462,19 @@ from ansible.module_utils.gpu_health import (  # noqa: E402
 from ansible.module_utils.gpu_throughput_ref import (  # noqa: E402
     DEFAULT_GPU_MARGIN,
     DEFAULT_TOLERANCE,
-    diagnose,
+    busy_causes,
+    diagnose_causes,
     failure_message,
     gpu_model_key,
+    headline,
+    headline_line,
     judge_report,
-    outlier_causes,
+    not_measured_line,
+    outlier_cause_rows,
     peak_tflops_arg,
     summary_line,
 )
+from ansible.module_utils.nvidia_smi import parse_xml, xml_command  # noqa: E402
 
 EXIT_MEANINGS = {
     1: "the program crashed (a Python traceback is in its stderr)",
@@ -399,7 +533,88 @@ def build_command(params, known_key):
     return cmd + extra
 
 
-def run_program(cmd, timeout):
+def read_smi(smi):
+    """One ``nvidia-smi -q -x`` read, parsed; OSError/ValueError when it fails."""
+    proc = subprocess.run(xml_command(smi), capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        raise ValueError(f"nvidia-smi exited {proc.returncode}: {proc.stderr.strip()[:200]}")
+    return parse_xml(proc.stdout)
+
+
+def pid_visible(pid):
+    """Whether this host's /proc has the pid (a container's neighbours' pids are not)."""
+    return gpu_busy.pid_visible_in_proc(pid)
+
+
+def option_value(args, name):
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in a list of arguments, or None."""
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1 :]
+    return None
+
+
+def with_gpus(cmd, indices):
+    """The command with ``--gpus`` set to these GPU indices (an earlier value replaced)."""
+    out = []
+    skip = False
+    for arg in cmd:
+        if skip:
+            skip = False
+            continue
+        if arg == "--gpus":
+            skip = True
+            continue
+        if arg.startswith("--gpus="):
+            continue
+        out.append(arg)
+    return [*out, "--gpus", gpu_busy.gpus_arg(indices)]
+
+
+class Sampler:
+    """Reads nvidia-smi every ``interval`` s while the program runs (a daemon thread)."""
+
+    def __init__(self, smi, measured, interval=gpu_busy.SAMPLE_INTERVAL_S):
+        self.smi = smi
+        self.measured = None if measured is None else list(measured)
+        self.interval = interval
+        self.contention = gpu_busy.new_contention(interval)
+        self.pid = None
+        self.started = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def start(self, proc):
+        self.pid = proc.pid
+        self.started = time.monotonic()
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(self.interval):
+            try:
+                parsed = read_smi(self.smi)
+                own = gpu_busy.descendants(self.pid, gpu_busy.proc_parents())
+                gpu_busy.add_sample(
+                    self.contention,
+                    parsed,
+                    own,
+                    self.measured,
+                    time.monotonic() - self.started,
+                    pid_visible,
+                )
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                gpu_busy.add_error(self.contention, str(exc))
+
+    def finish(self):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=70)
+        return gpu_busy.finish_contention(self.contention)
+
+
+def run_program(cmd, timeout, on_start=None):
     """(rc, stdout, stderr, timed_out); the program runs in its own process group."""
     proc = subprocess.Popen(
         cmd,
@@ -408,6 +623,8 @@ def run_program(cmd, timeout):
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    if on_start is not None:
+        on_start(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False
@@ -455,6 +672,58 @@ def fill_bus_ids(report, facts):
             gpu["bus_id"] = by_index.get(str(gpu.get("index")))
 
 
+def decide_busy(module, p, smi, cmd):
+    """The busy-GPU decision (module_utils/gpu_busy.decide) for the GPUs the program would
+    measure."""
+    wanted = None
+    gpus_value = option_value(cmd, "--gpus")
+    if gpus_value not in (None, "all"):
+        try:
+            indices = [g["index"] for g in read_smi(smi).get("gpus") or []]
+            wanted = gpu_busy.wanted_gpus(gpus_value, indices)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            wanted = None
+    return gpu_busy.decide(
+        p["busy_gpu"],
+        p["busy_wait"],
+        lambda: read_smi(smi),
+        time.monotonic,
+        time.sleep,
+        pid_visible=pid_visible,
+        wanted=wanted,
+    )
+
+
+def not_measured(module, p, result, busy):
+    """Every GPU is busy: the program does not run; the verdict is not_measured."""
+    rows = busy_causes(busy)
+    line = not_measured_line(busy)
+    name = p["gpu_name_override"] or gpu_name_from(p, None) or "GPU"
+    result.update(
+        verdict="not_measured",
+        causes=rows,
+        diagnosis=[row["message"] for row in rows],
+        headline=headline(None, "not_measured"),
+        headline_line=headline_line("could not measure", p["host"], [r["message"] for r in rows]),
+        summary=f"{name}; NOT MEASURED: busy: {line}",
+        gpus=[],
+        gpu_outliers=[],
+        judgement={},
+        probes_judged={},
+        not_run=[],
+        counts={"pass": 0, "fail": 0, "not_run": 0},
+        tolerance=p["tolerance"],
+        gpu_key=gpu_model_key(name),
+        gpu_name=name,
+        throughput={},
+    )
+    message = "could not measure: every GPU is busy: " + " ".join(result["diagnosis"])
+    if p["fail_on_slow"]:
+        module.fail_json(msg=message, **result)
+    module.warn(message + " (fail_on_slow=false: the task does not fail)")
+    module.exit_json(msg=result["summary"], **result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -469,11 +738,15 @@ def main():
             extra_args=dict(type="list", elements="str", default=[]),
             tolerance=dict(type="float", default=DEFAULT_TOLERANCE),
             gpu_name_override=dict(type="str"),
+            host=dict(type="str"),
             nvidia_smi=dict(type="dict"),
             torch_cuda=dict(type="dict"),
             fail_on_slow=dict(type="bool", default=True),
             require_all=dict(type="bool", default=False),
             gpu_margin=dict(type="float", default=DEFAULT_GPU_MARGIN),
+            floor_waivers=dict(type="list", elements="str", default=[], choices=list(FLOOR_NAMES)),
+            busy_gpu=dict(type="str", choices=list(gpu_busy.POLICIES), default="wait"),
+            busy_wait=dict(type="int", default=gpu_busy.DEFAULT_WAIT_S),
             timeout=dict(type="int", default=600),
             output_dir=dict(type="path"),
             progress_file=dict(type="path"),
@@ -488,6 +761,10 @@ def main():
         summary="",
         failed_modes=[],
         diagnosis=[],
+        causes=[],
+        not_measured=[],
+        headline="failed the check",
+        headline_line=headline_line("failed the check", p["host"], []),
         health_codes=codes,
         health_line=health_line(codes if facts else None),
     )
@@ -497,6 +774,8 @@ def main():
         module.fail_json(msg=f"gpu_margin must be in (0, 1), got {p['gpu_margin']}", **result)
     if p["timeout"] < 1:
         module.fail_json(msg=f"timeout must be >= 1 second, got {p['timeout']}", **result)
+    if p["busy_wait"] < 0:
+        module.fail_json(msg=f"busy_wait must be >= 0 seconds, got {p['busy_wait']}", **result)
     for name in ("batch_size", "image_size"):
         if p[name] is not None and p[name] < 1:
             module.fail_json(msg=f"{name} must be >= 1, got {p[name]}", **result)
@@ -537,9 +816,23 @@ def main():
     known_name = p["gpu_name_override"] or gpu_name_from(p, None)
     known_key = gpu_model_key(known_name) if known_name else None
     cmd = build_command(p, known_key)
-    result["cmd"] = cmd
     started = time.monotonic()
-    rc, out, err, timed_out = run_program(cmd, p["timeout"])
+    busy, smi = None, None
+    if p["device"] == "cuda":
+        smi = module.get_bin_path("nvidia-smi")
+    if smi:
+        busy = decide_busy(module, p, smi, cmd)
+        result.update(busy=busy, not_measured=busy["skipped"])
+        if busy["skipped"] and busy["measure"]:
+            cmd = with_gpus(cmd, busy["measure"])
+        elif busy["skipped"]:
+            not_measured(module, p, result, busy)
+    result["cmd"] = cmd
+    sampler = Sampler(smi, (busy or {}).get("measure")) if smi else None
+    rc, out, err, timed_out = run_program(cmd, p["timeout"], sampler.start if sampler else None)
+    contention = sampler.finish() if sampler else None
+    if contention is not None:
+        result["contention"] = contention
     stdout = out.decode("utf-8", "replace")
     stderr = err.decode("utf-8", "replace")
     result["stderr_tail"] = tail(stderr)
@@ -577,18 +870,33 @@ def main():
     gpu_key = gpu_model_key(gpu_name)
     fill_bus_ids(report, p["nvidia_smi"])
     judged = judge_report(report, gpu_key, p["tolerance"], p["require_all"], p["gpu_margin"])
+    # The floors (PCIe link and copies, memory bandwidth, matmul): a failed one fails the host.
+    floors = judge_floors(report, gpu_key, p["nvidia_smi"], p["floor_waivers"])
+    apply_to_judgement(judged, floors)
     names = {g.get("name") for g in (report.get("environment") or {}).get("gpus") or []}
     if len(names) > 1:
         module.warn(f"this host mixes GPU models {sorted(names)}; judged as {gpu_name}")
     failed = judged["failed_modes"]
-    causes = outlier_causes(judged, p["nvidia_smi"])
-    causes += diagnose(failed, p["nvidia_smi"], p["torch_cuda"], report)
+    # The GPUs left out first, then the GPUs that trail the others, then the slow modes'
+    # causes (another process first); diagnose_causes starts with the GPUs left out too.
+    left_out = busy_causes(busy)
+    found = diagnose_causes(failed, p["nvidia_smi"], p["torch_cuda"], report, contention, busy)
+    rows = left_out + outlier_cause_rows(judged, p["nvidia_smi"], contention)
+    rows += found[len(left_out) :]
+    causes = [row["message"] for row in rows]
+    summary = summary_line(judged, gpu_name)
+    if floors["failed"] or floors["warned"]:
+        summary += "; " + floors["line"]
+    if not_measured_line(busy):
+        summary += "; " + not_measured_line(busy)
     result.update(
         throughput=report,
         judgement=judged["modes"],
         gpus=judged["gpus"],
         gpu_outliers=judged["gpu_outliers"],
         probes_judged=judged["probes"],
+        floors=floors["floors"],
+        floors_line=floors["line"],
         not_run=judged["not_run"],
         require_all=p["require_all"],
         verdict=judged["verdict"],
@@ -598,11 +906,16 @@ def main():
         counts=judged["counts"],
         failed_modes=failed,
         diagnosis=causes,
-        summary=summary_line(judged, gpu_name),
+        causes=rows,
+        headline=headline(judged, judged["verdict"]),
+        headline_line=headline_line(headline(judged, judged["verdict"]), p["host"], causes),
+        summary=summary,
         module_seconds=round(time.monotonic() - started, 2),
     )
     if judged["verdict"] == "fail":
         message = failure_message(judged, causes, gpu_name)
+        if floors["failed"]:
+            message += " Below its floors: " + "; ".join(floor_failure_reasons(floors)) + "."
         failing = [row for row in codes if row["severity"] == FAILING]
         if failing:
             message += f" Failing health codes: {code_list(failing)}."

@@ -13,7 +13,11 @@ description:
     and what is done, per GPU where the host measures every GPU at once.
   - With O(results_file) (the C(results_file) of an async M(gpu_throughput) task) it also
     says whether the measurement has finished, so that a task can poll it with C(until).
-    The gpu_check role prints the line at every poll (callback C(kindling_progress)).
+    The gpu_check role prints a line at every poll (stdout callback C(kindling_progress),
+    which also keeps Ansible's "FAILED - RETRYING" out of a healthy run).
+  - With O(profile) or O(modes) it also estimates the seconds left, C(left_s), from the
+    time per mode so far times the modes left, or before a mode has finished from the
+    profile's budget less the time spent.
   - Read-only. C(changed) is always false, and it never fails for a missing file.
 version_added: "0.1.0"
 author:
@@ -26,6 +30,14 @@ options:
   results_file:
     description: The async job's results file, from the registered async task.
     type: path
+  profile:
+    description: The measurement's profile (C(quick), C(full)), for the estimate.
+    type: str
+  modes:
+    description: The modes the measurement runs, where not the profile's.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Reads files only; runs the same in check mode.
@@ -59,10 +71,44 @@ progress:
   description: The parsed progress files, C(main) and C(gpus) (per GPU index).
   returned: always
   type: dict
+running:
+  description: What runs now, e.g. C(amp_fp16) or C(amp_fp16 on 8 GPUs), C(starting), C(done).
+  returned: always
+  type: str
+elapsed_s:
+  description: Seconds since the program started (null before it wrote its progress).
+  returned: always
+  type: float
+left_s:
+  description: Estimated seconds left, or null where nothing tells (see O(profile)).
+  returned: always
+  type: int
+left_basis:
+  description: How C(left_s) was estimated, C(rate), C(budget), C(done) or C(unknown).
+  returned: always
+  type: str
+done:
+  description: Modes finished (on several GPUs at once, the mean over the GPUs).
+  returned: always
+  type: float
+planned:
+  description: Modes the measurement runs (0 where unknown).
+  returned: always
+  type: int
+lowest:
+  description: The lowest img/s so far, C({gpu, mode, img_s}), or null.
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.throughput_progress import finished, line, read  # noqa: E402
+from ansible.module_utils.throughput_progress import (  # noqa: E402
+    finished,
+    line,
+    plan_for,
+    read,
+    snapshot,
+)
 
 
 def main():
@@ -70,6 +116,8 @@ def main():
         argument_spec=dict(
             progress_file=dict(type="path", required=True),
             results_file=dict(type="path"),
+            profile=dict(type="str"),
+            modes=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -78,10 +126,15 @@ def main():
     text = line(state)
     if done and state.get("main") is None:
         text = "finished"
+    numbers = snapshot(state, plan=plan_for(module.params["profile"], module.params["modes"]))
+    numbers.pop("phase", None)
+    if done:
+        numbers.update(running="done", left_s=0, left_basis="done")
     module.exit_json(
         changed=False,
         line=text,
         finished=done,
+        **numbers,
         progress={"main": state["main"], "gpus": {str(k): v for k, v in state["gpus"].items()}},
     )
 

@@ -225,9 +225,18 @@ ansible_facts:
               row_remap_banks_low and row_remap_banks_none (banks of the row remapper
               histogram, int), pcie_gen_current, pcie_gen_max,
               pcie_width_current, pcie_width_max, temperature_c, power_limit_w,
-              power_draw_w, clocks_sm_mhz, clocks_max_sm_mhz, performance_state,
+              power_default_limit_w (the board's default; a lower power_limit_w was
+              lowered on this host), power_draw_w, utilization_gpu_pct,
+              utilization_memory_pct, processes (the processes nvidia-smi lists on the
+              GPU, each with pid, type, name and used_memory_mib; a container may hide
+              the name or list a pid of another PID namespace), clocks_sm_mhz,
+              clocks_max_sm_mhz, performance_state,
               clock_event_reasons_active (list of short names such as gpu_idle,
-              sw_power_cap, hw_thermal_slowdown), clock_event_reasons_schema.
+              sw_power_cap, hw_thermal_slowdown; from clocks_event_reasons, or
+              clocks_throttle_reasons on older drivers), clock_event_reasons_schema.
+            - The software power cap (sw_power_cap) alone is a note (power-cap-reached),
+              never a health problem. Thermal slowdown, hw_slowdown and the power brake
+              are problems.
           type: list
           elements: dict
         topology:

@@ -175,10 +175,25 @@ _STATIC_CODES: Dict[str, Dict[str, str]] = {
         "Check the fans, the airflow and the inlet temperature.",
         _SMI,
     ),
-    "power-slowdown": _code(
+    "power-brake": _code(
         FAILING,
-        "Clocks are capped by power (sw_power_cap or hw_power_brake_slowdown).",
-        "Check the power limit (nvidia-smi -q -d POWER) and the PSU / power-brake signal.",
+        "Clocks are slowed by the hardware power brake (hw_power_brake_slowdown), an external "
+        "signal from the chassis or power supply.",
+        "Check the PSU and the chassis power-brake signal with the provider.",
+        _SMI,
+    ),
+    "power-cap-reached": _code(
+        INFORMATIONAL,
+        "The power draw reached the power limit (sw_power_cap): normal for a GPU under full "
+        "load, not a power fault.",
+        "None by itself. If another process loads the GPU, that process is the cause.",
+        _SMI,
+    ),
+    "power-limit-lowered": _code(
+        INFORMATIONAL,
+        "The enforced power limit is more than 10% below the board's default: the GPU cannot "
+        "reach full clocks under load.",
+        "Restore it (nvidia-smi -i N -pl <default W>) unless the cap is intended.",
         _SMI,
     ),
     "hw-slowdown": _code(

@@ -12,10 +12,12 @@ with its source and the software that measured it. A reference is
 
 - ``measured``: a row of the table (Lambda's benchmark, NVIDIA's DeepLearningExamples,
   the seed article, this project's own H200 runs);
-- ``derived``: where no row measures (gpu, mode), a rate from the GPU's datasheet
-  (dense TFLOP/s of the mode's precision and memory bandwidth), calibrated on the
-  measured rows of one harness (:func:`derived_model`), judged at a wider tolerance that
-  the calibration's own leave-one-out error sets;
+- ``derived``: where no row measures (gpu, mode), the GPU's own reference in another
+  mode times the ratio of the two modes on cards of its architecture (:func:`derive`,
+  ``mode_ratio`` of the catalogue), or a rate from the GPU's datasheet (dense TFLOP/s of
+  the mode's precision and memory bandwidth) calibrated on the measured rows of one
+  harness (:func:`derived_model`); judged at a wider tolerance that the derivation's own
+  leave-one-out error sets, at most ``max_widening`` (1.5x) wider;
 - none: the GPU has no datasheet row, or the mode no calibration: ``unknown``, reported,
   never failed.
 
@@ -28,7 +30,9 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible.module_utils.gpu_compat import arch_coverage
+from ansible.module_utils.gpu_busy import BUSY_MEMORY_MIB as _BUSY_MEMORY_MIB
+from ansible.module_utils.gpu_busy import busy_text, plural, process_text
+from ansible.module_utils.gpu_compat import arch_coverage, architecture_for, gpu_product_for
 from ansible.module_utils.peer_baseline import judge_peers
 from ansible.module_utils.resnet_flops import FLOP_PER_IMAGE, model_flops_utilisation
 from ansible.module_utils.vendor_catalogue import CATALOGUE
@@ -242,21 +246,370 @@ def derived_reference(gpu_key: str, mode: str) -> Optional[Row]:
     c = model["coefficients"]
     img_s = _predict([c["log_c"], c["peak_exponent"], c["bandwidth_exponent"]], peak, bandwidth)
     label = HARNESSES[model["harness"]]
+    note = (
+        f"{model['precision']} {peak:g} TFLOP/s and {bandwidth:g} GB/s through the fit on "
+        f"{len(model['calibration'])} {label} rows of {mode}"
+    )
     return {
         "img_s": round(img_s, 0),
         "batch": None,
         "harness": model["harness"],
         "source": f"derived from the datasheet ({label} calibration)",
         "citation": sheet["source"],
-        "note": (
-            f"{model['precision']} {peak:g} TFLOP/s and {bandwidth:g} GB/s through the fit on "
-            f"{len(model['calibration'])} {label} rows of {mode}"
-        ),
+        "note": note,
         "basis": "derived",
+        "derivation": {
+            "kind": "datasheet",
+            "text": note,
+            "error_bound": f"the fit's worst leave-one-out ratio {model['tolerance_factor']:.2f}",
+        },
         "tolerance_factor": model["tolerance_factor"],
         "gpu_key": key,
         "mode": mode,
     }
+
+
+# ----------------------------------------------------------------------------- mode ratio
+
+_DERIVED = _TABLE["derived"]
+# A derived reference is judged at tolerance x its factor, never below 1 / MAX_WIDENING
+# (the factor rounded up to 2 decimals, so that the widening stays within the bound).
+MAX_WIDENING = float(_DERIVED["max_widening"])
+MIN_TOLERANCE_FACTOR = math.ceil(100.0 / MAX_WIDENING) / 100.0
+# mode -> the base modes a mode-ratio derivation may start from, in order.
+MODE_RATIO_BASES: Dict[str, Tuple[str, ...]] = {
+    mode: tuple(bases) for mode, bases in _DERIVED["mode_ratio"].items()
+}
+NEAREST_ARCHITECTURE: Dict[str, str] = dict(_DERIVED["nearest_architecture"])
+LEAVE_ONE_OUT_LIMIT = float(_DERIVED["leave_one_out_limit"])
+# The modes whose derived references are held to the best measured MFU (mfu_cap).
+MFU_CAP_MODES: Tuple[str, ...] = tuple(_DERIVED.get("mfu_cap_modes", ()))
+# GPU key -> the card whose references it takes (A10G: A10, no source gives its tensor rates).
+DERIVE_FROM: Dict[str, str] = {
+    row["key"]: row["derive_from"] for row in _GPUS["rows"] if row.get("derive_from")
+}
+_GPU_ROWS: Dict[str, Mapping[str, Any]] = {row["key"]: row for row in _GPUS["rows"]}
+
+# (gpu key, mode) -> every measured row of the table, the reference first.
+Measured = Mapping[Tuple[str, str], List[Row]]
+
+
+def _build_measured() -> Dict[Tuple[str, str], List[Row]]:
+    out: Dict[Tuple[str, str], List[Row]] = {}
+    for raw in _TABLE["rows"]:
+        row = _reference_row(raw)
+        row["calibrates"] = raw.get("calibrates", True)
+        out.setdefault((raw["gpu"], raw["mode"]), []).append(row)
+    return out
+
+
+MEASURED: Dict[Tuple[str, str], List[Row]] = _build_measured()
+
+
+_ARCHITECTURES: Dict[str, Optional[str]] = {}
+
+
+def architecture(gpu_key: str) -> Optional[str]:
+    """The GPU key's architecture ("Hopper"): gpu_products' compute capability of its name
+    words, or the row's own ``cc``; None for a key without a row."""
+    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
+    if key not in _ARCHITECTURES:
+        row = _GPU_ROWS.get(key)
+        cc = row.get("cc") if row else None
+        if row is not None and cc is None:
+            product = gpu_product_for(" ".join(str(w) for w in row["words"]))
+            cc = product["cc"] if product else None
+        _ARCHITECTURES[key] = architecture_for(cc) if cc else None
+    return _ARCHITECTURES[key]
+
+
+def _donor_ratio(rows_mode: List[Row], rows_base: List[Row]) -> Tuple[float, str]:
+    """A donor's mode / base-mode ratio: from one harness where the donor has such a pair
+    (the harness of its reference row first), else from the two reference rows."""
+    first = rows_mode[0]["harness"]
+    for harness in [first] + [h for h in HARNESSES if h != first]:
+        m = next((r for r in rows_mode if r["harness"] == harness), None)
+        b = next((r for r in rows_base if r["harness"] == harness), None)
+        if m and b:
+            return m["img_s"] / b["img_s"], HARNESSES[harness]
+    label = f"{HARNESSES[first]} / {HARNESSES[rows_base[0]['harness']]}"
+    return rows_mode[0]["img_s"] / rows_base[0]["img_s"], label
+
+
+def _donors(key: str, mode: str, base: str, arch: str, measured: Measured) -> List[str]:
+    out = []
+    for donor in KNOWN_GPUS:
+        if donor == key or donor in REFERENCE_ALIASES or architecture(donor) != arch:
+            continue
+        rows_m, rows_b = measured.get((donor, mode)), measured.get((donor, base))
+        if rows_m and rows_b and rows_m[0]["calibrates"] and rows_b[0]["calibrates"]:
+            out.append(donor)
+    return out
+
+
+def _usable(rows: Optional[List[Row]]) -> bool:
+    """A measured reference a derivation may start from: not a floor the harness set
+    (``calibrates: false``, the B200's Lambda rows), which would carry that floor on."""
+    return bool(rows) and bool(rows[0]["calibrates"])
+
+
+def _peak_ratio(key: str, mode: str, base: str) -> Optional[float]:
+    """Datasheet peak of the base mode's precision / the mode's (A100, tf32 -> fp32: 8.0)."""
+    peaks = peak_tflops(key)
+    p_mode = peaks.get(MODE_PRECISION.get(mode, ""))
+    p_base = peaks.get(MODE_PRECISION.get(base, ""))
+    return p_base / p_mode if p_mode and p_base else None
+
+
+def carried_ratio(
+    ratio: float, donor: str, key: str, mode: str, base: str
+) -> Tuple[float, Optional[str]]:
+    """A donor's measured mode / base ratio carried to the card through the datasheets.
+
+    Where the two modes run at different precisions (fp32 against tf32 or fp16), the
+    donor's ratio is read as the share s of its base-mode step that runs at the base
+    precision's peak (Amdahl: 1 / ratio = 1 + s (k_donor - 1), k the datasheet peak of the
+    base precision over the mode's), and the card's ratio is 1 / (1 + s (k_card - 1)).
+    The A100's fp32 is 1/8 of its tf32 (k = 8), an L4's 1/2 (k = 1.98), an RTX 4090's the
+    same (k = 1): the A100's fp32 / tf32 of 0.41 becomes 0.83 on the L4 and 1.0 on the
+    RTX 4090. Equal peak ratios, the same precision, or a datasheet without one of the
+    figures leave the donor's ratio as measured (the text is then None)."""
+    if MODE_PRECISION.get(mode) == MODE_PRECISION.get(base):
+        return ratio, None
+    k_donor, k_card = _peak_ratio(donor, mode, base), _peak_ratio(key, mode, base)
+    if k_donor is None or k_card is None or abs(k_donor - 1.0) < 1e-6:
+        return ratio, None
+    if abs(k_donor - k_card) / k_donor < 0.01:
+        return ratio, None
+    share = min(1.0, max(0.0, (1.0 / ratio - 1.0) / (k_donor - 1.0)))
+    carried = 1.0 / (1.0 + share * (k_card - 1.0))
+    return carried, f"{ratio:.3f} carried from peak ratio {k_donor:.2f} to {k_card:.2f}"
+
+
+def mfu_cap(key: str, mode: str, measured: Measured) -> Optional[Tuple[float, str]]:
+    """The most images/s a derived reference may ask of the card in the mode: the highest
+    share of the datasheet peak (MFU) that any measured row of the mode reaches, on the
+    card's own peak of the mode's precision; None without figures. No card is asked to be
+    more efficient than the best one measured (a T4's fp32). Only in MFU_CAP_MODES: fp32
+    runs on the FMA units, where every measured card reaches 37-58% of its peak; the tensor
+    modes spread from 12% to 32% (GeForce datasheets give the halved fp32-accumulate rate),
+    and a cap there would cut measured cards (the RTX 3090's amp_fp16 by 38%)."""
+    if mode not in MFU_CAP_MODES:
+        return None
+    precision = MODE_PRECISION.get(mode)
+    peak = peak_tflops(key).get(precision or "")
+    if not peak:
+        return None
+    best: Optional[Tuple[float, str]] = None
+    for (gpu, row_mode), rows in measured.items():
+        if row_mode != mode or gpu in REFERENCE_ALIASES:
+            continue
+        gpu_peak = peak_tflops(gpu).get(precision or "")
+        for row in rows:
+            if gpu_peak and row["calibrates"]:
+                share = row["img_s"] * FLOP_PER_IMAGE / (gpu_peak * 1e12)
+                if best is None or share > best[0]:
+                    best = (share, gpu)
+    if best is None:
+        return None
+    img_s = best[0] * peak * 1e12 / FLOP_PER_IMAGE
+    return img_s, f"{best[1]}'s MFU {best[0]:.1%} on {precision} {peak:g} TFLOP/s"
+
+
+def _capped(row: Optional[Row], key: str, mode: str, measured: Measured) -> Optional[Row]:
+    """The derived row, lowered to mfu_cap where it asks for more."""
+    cap = mfu_cap(key, mode, measured) if row is not None else None
+    if row is None or cap is None or row["img_s"] <= cap[0]:
+        return row
+    img_s = round(cap[0], 0)
+    text = f"{row['note']}; capped at {img_s:,.0f}, the best measured {mode} MFU ({cap[1]})"
+    derivation = dict(row["derivation"], text=text, capped_from=row["img_s"])
+    return dict(row, img_s=img_s, note=text, derivation=derivation)
+
+
+def _mode_ratio(
+    key: str, mode: str, measured: Measured, factors: Optional[Mapping[str, float]]
+) -> Optional[Row]:
+    """(key, mode) as the key's base-mode reference x the donors' mode / base ratio."""
+    bases = MODE_RATIO_BASES.get(mode, ())
+    arch = architecture(key)
+    if not bases or arch is None:
+        return None
+    own = [b for b in bases if _usable(measured.get((key, b)))]
+    for donor_arch in (arch, NEAREST_ARCHITECTURE.get(arch)):
+        if donor_arch is None:
+            continue
+        for base in bases:
+            if own and base not in own:
+                continue
+            base_ref = measured[(key, base)][0] if own else derived_reference(key, base)
+            if base_ref is None:
+                continue
+            donors = _donors(key, mode, base, donor_arch, measured)
+            if not donors:
+                continue
+            pairs = []
+            for d in donors:
+                measured_ratio, harness = _donor_ratio(measured[(d, mode)], measured[(d, base)])
+                carried, how = carried_ratio(measured_ratio, d, key, mode, base)
+                pairs.append((d, carried, f"{harness}; {how}" if how else harness))
+            ratio = math.exp(sum(math.log(r) for _, r, _ in pairs) / len(pairs))
+            same = donor_arch == arch
+            kind = "mode_ratio" if own else "datasheet_mode_ratio"
+            if not same:
+                factor = MIN_TOLERANCE_FACTOR
+                bound = (
+                    f"no {arch} card measures both modes: {donor_arch}'s ratio, unmeasured "
+                    f"error, judged at the widest tolerance (x{factor:.2f})"
+                )
+            else:
+                ratio_factor = (factors or {}).get(mode, MIN_TOLERANCE_FACTOR)
+                factor = ratio_factor
+                bound = f"same-architecture ratios' worst leave-one-out ratio {ratio_factor:.2f}"
+                if not own:
+                    factor = base_ref["tolerance_factor"] * ratio_factor
+                    bound = (
+                        f"datasheet model x{base_ref['tolerance_factor']:.2f} times the "
+                        f"same-architecture ratios' x{ratio_factor:.2f}"
+                    )
+                factor = max(MIN_TOLERANCE_FACTOR, math.floor(factor * 100) / 100.0)
+            donor_text = ", ".join(f"{d} {r:.3f} ({h})" for d, r, h in pairs)
+            base_kind = "measured" if own else "derived from the datasheet"
+            if not own and measured.get((key, base)):
+                base_kind += f"; its measured {base} row is a floor the harness set"
+            derivation = (
+                f"{key} {base} {base_ref['img_s']:,.0f} ({base_kind}) x {mode}/{base} "
+                f"{ratio:.3f} of {donor_arch} {'card' if len(pairs) == 1 else 'cards'} "
+                f"{donor_text}"
+            )
+            return {
+                "img_s": round(base_ref["img_s"] * ratio, 0),
+                "batch": None,
+                "harness": base_ref["harness"],
+                "source": f"derived: {mode}/{base} ratio of {', '.join(donors)}",
+                "citation": base_ref["citation"],
+                "note": derivation,
+                "basis": "derived",
+                "derivation": {
+                    "kind": kind,
+                    "base_mode": base,
+                    "base_img_s": base_ref["img_s"],
+                    "ratio": round(ratio, 4),
+                    "donors": donors,
+                    "donor_architecture": donor_arch,
+                    "same_architecture": same,
+                    "text": derivation,
+                    "error_bound": bound,
+                },
+                "tolerance_factor": factor,
+                "gpu_key": key,
+                "mode": mode,
+            }
+    return None
+
+
+def derive(
+    gpu_key: str,
+    mode: str,
+    measured: Optional[Measured] = None,
+    factors: Optional[Mapping[str, float]] = None,
+) -> Optional[Row]:
+    """A derived reference for (gpu_key, mode), or None: the card's own measured reference
+    in a base mode x the mode ratio of same-architecture donors (each donor's ratio carried
+    to the card through the datasheet peaks, :func:`carried_ratio`); else the datasheet
+    model; else the datasheet-derived base reference x the ratio; never above
+    :func:`mfu_cap`. A measured row that is a harness floor (``calibrates: false``) is no
+    base. ``measured`` replaces the table (the leave-one-out test drops the row it derives)."""
+    key = REFERENCE_ALIASES.get(gpu_key, gpu_key)
+    mode = canonical_mode(mode)
+    table = MEASURED if measured is None else measured
+    if factors is None and measured is None:
+        factors = mode_ratio_factors()
+    sibling = DERIVE_FROM.get(key)
+    if sibling:
+        rows = table.get((sibling, mode))
+        base = dict(rows[0], gpu_key=sibling, mode=mode) if rows else None
+        base = base or derive(sibling, mode, table, factors)
+        if base is None:
+            return None
+        text = (
+            f"{sibling}'s {base['basis']} {mode} reference {base['img_s']:,.0f} "
+            f"({base.get('note')}): {key} has no measurement and no source gives its tensor rates"
+        )
+        return dict(
+            base,
+            basis="derived",
+            batch=None,
+            source=f"derived: {sibling}'s reference",
+            note=text,
+            derivation={
+                "kind": "sibling",
+                "sibling": sibling,
+                "text": text,
+                "error_bound": f"unmeasured: judged at the widest tolerance "
+                f"(x{MIN_TOLERANCE_FACTOR:.2f})",
+            },
+            tolerance_factor=MIN_TOLERANCE_FACTOR,
+            gpu_key=key,
+            mode=mode,
+        )
+    own = any(_usable(table.get((key, b))) for b in MODE_RATIO_BASES.get(mode, ()))
+    if own:
+        return _capped(_mode_ratio(key, mode, table, factors), key, mode, table)
+    datasheet = derived_reference(key, mode)
+    if datasheet is not None:
+        return _capped(datasheet, key, mode, table)
+    return _capped(_mode_ratio(key, mode, table, factors), key, mode, table)
+
+
+def _without(measured: Measured, key: Tuple[str, str]) -> Dict[Tuple[str, str], List[Row]]:
+    return {k: v for k, v in measured.items() if k != key}
+
+
+def leave_one_out(factors: Optional[Mapping[str, float]] = None) -> List[Dict[str, Any]]:
+    """Every measured reference of a mode-ratio mode derived from the other rows, where a
+    path exists without it: {gpu, mode, measured, derived, kind, error (derived/measured-1)}."""
+    out = []
+    for (gpu, mode), rows in sorted(MEASURED.items()):
+        if mode not in MODE_RATIO_BASES or gpu in REFERENCE_ALIASES or not rows[0]["calibrates"]:
+            continue
+        derived = derive(gpu, mode, _without(MEASURED, (gpu, mode)), factors or {})
+        if derived is None or derived.get("derivation", {}).get("kind") not in (
+            "mode_ratio",
+            "datasheet_mode_ratio",
+        ):
+            continue
+        out.append(
+            {
+                "gpu": gpu,
+                "mode": mode,
+                "measured": rows[0]["img_s"],
+                "derived": derived["img_s"],
+                "same_architecture": derived["derivation"]["same_architecture"],
+                "text": derived["derivation"]["text"],
+                "error": round(derived["img_s"] / rows[0]["img_s"] - 1.0, 4),
+            }
+        )
+    return out
+
+
+_FACTORS: Dict[str, float] = {}
+
+
+def mode_ratio_factors() -> Dict[str, float]:
+    """mode -> the tolerance factor of same-architecture mode-ratio references: the worst
+    leave-one-out measured / derived ratio (capped at 1, floored to 2 decimals), never
+    below MIN_TOLERANCE_FACTOR; MIN_TOLERANCE_FACTOR where no sample measures it."""
+    if not _FACTORS:
+        worst: Dict[str, float] = {}
+        for row in leave_one_out():
+            if row["same_architecture"]:
+                ratio = 1.0 / (1.0 + row["error"])
+                worst[row["mode"]] = min(worst.get(row["mode"], 1.0), ratio)
+        for mode in MODE_RATIO_BASES:
+            factor = math.floor(worst[mode] * 100) / 100.0 if mode in worst else 0.0
+            _FACTORS[mode] = max(MIN_TOLERANCE_FACTOR, factor)
+    return dict(_FACTORS)
 
 
 # ----------------------------------------------------------------------------- GPU keys
@@ -324,7 +677,7 @@ def reference_for(gpu_key: str, mode: str, base_mode: Optional[str] = None) -> O
             )
             return out
         return None
-    return derived_reference(key, mode)
+    return derive(key, mode)
 
 
 def peak_tflops(gpu_key: str) -> Dict[str, float]:
@@ -362,8 +715,8 @@ CLOCK_EVENT_BITS = {
     0x100: "display_clock_setting",
 }
 # GPU memory in use before the benchmark above this means another process holds the GPU
-# (an idle GPU shows 0 to a few MiB).
-BUSY_MEMORY_MIB = 1024
+# (an idle GPU shows 0 to a few MiB): module_utils/gpu_busy.py decides what "busy" is.
+BUSY_MEMORY_MIB = _BUSY_MEMORY_MIB
 SLOWDOWN_REASONS = {
     "sw_power_cap": "software power cap (power draw at the power limit)",
     "hw_slowdown": "hardware slowdown (thermal or power-brake signal)",
@@ -410,8 +763,16 @@ def judge_mode(
         "batch_size": result.get("batch_size"),
         "reference": ref["img_s"] if ref else None,
         "reference_batch": ref["batch"] if ref else None,
-        # measured (a row of the table) or derived (the datasheet model, wider tolerance)
+        # measured (a row of the table) or derived (a mode ratio or the datasheet model,
+        # wider tolerance), and for a derived one how it was derived and its error bound
         "reference_basis": ref["basis"] if ref else None,
+        "reference_derivation": ref["note"] if ref and ref["basis"] == "derived" else None,
+        "reference_error_bound": (
+            (ref.get("derivation") or {}).get("error_bound")
+            or f"datasheet model's worst leave-one-out ratio {ref['tolerance_factor']:.2f}"
+            if ref and ref["basis"] == "derived"
+            else None
+        ),
         "tolerance": tolerance,
         "ratio": None,
         "status": "not_run",
@@ -444,8 +805,8 @@ def judge_mode(
     ratio = float(measured) / float(ref["img_s"])
     entry["ratio"] = round(ratio, 4)
     if ref["basis"] == "derived":
-        # A derived rate is as good as its calibration: the tolerance widens by the
-        # fit's worst leave-one-out ratio, and the report says so.
+        # A derived rate is as good as its derivation: the tolerance widens by its
+        # worst leave-one-out ratio (at most MAX_WIDENING), and the report says so.
         entry["tolerance"] = round(tolerance * float(ref["tolerance_factor"]), 4)
     limit = entry["tolerance"]
     # A tiny epsilon so that exactly tolerance x reference passes despite float rounding.
@@ -475,8 +836,10 @@ def no_reference_reason(gpu_key: str, mode: str) -> str:
             "to derive one; reported only"
         )
     return (
-        f"no reference for {gpu_key} / {mode}: no measurement, and {mode} has no datasheet model "
-        f"(derived rates exist for {', '.join(sorted(_TABLE['derived']['modes']))}); reported only"
+        f"no reference for {gpu_key} / {mode}: no measurement, no mode ratio to carry another "
+        f"mode's reference to it, and {mode} has no datasheet model (derived rates exist for "
+        f"{', '.join(sorted(set(_TABLE['derived']['modes']) | set(MODE_RATIO_BASES)))}); "
+        "reported only"
     )
 
 
@@ -765,10 +1128,174 @@ def _arch_covers(arch_list: Sequence[str], cap: Tuple[int, int]) -> str:
     return "ptx" if entry.startswith("compute_") else "sass"
 
 
-def _gpu_causes(position: int, gpu: Mapping[str, Any]) -> List[str]:
-    causes = []
-    index = gpu.get("index", position)
-    label = f"GPU {index} ({gpu.get('name') or 'unknown model'})"
+def cause(
+    code: str,
+    gpu: Optional[int],
+    message: str,
+    remedy: Optional[str] = None,
+    fault: bool = True,
+) -> Dict[str, Any]:
+    """One structured cause: ``{code, gpu, message, remedy, fault}``.
+
+    ``code`` is stable (kebab-case, listed in ``CAUSE_CODES``) so that a fleet page can group
+    hosts by it; ``gpu`` is the GPU's index or None; ``message`` the whole sentence (the
+    ``diagnosis`` strings are these messages); ``remedy`` the action alone, or None;
+    ``fault`` False for an observation that explains but is no fault (the power cap under
+    load).
+    """
+    return {"code": code, "gpu": gpu, "message": message, "remedy": remedy, "fault": fault}
+
+
+#: Every cause code, with what it means.
+CAUSE_CODES: Dict[str, str] = {
+    "gpu-busy": "another process (named: pid, name, memory) used the GPU",
+    "gpu-busy-hidden": "nvidia-smi lists processes on the GPU that this host cannot see",
+    "gpu-memory-in-use": "memory in use (or utilisation) with no process listed",
+    "pcie-link-degraded": "the PCIe link runs below its generation or width",
+    "thermal-slowdown": "clocks slowed for heat (sw_thermal_slowdown, hw_thermal_slowdown)",
+    "hw-slowdown": "hardware slowdown (hw_slowdown)",
+    "power-brake": "the external hardware power brake (hw_power_brake_slowdown)",
+    "power-limit-lowered": "the enforced power limit is below the board's default",
+    "power-cap-reached": "the draw reached the power limit under load (normal, no fault)",
+    "mig-enabled": "MIG is on: the benchmark got one slice",
+    "torch-cpu-only": "torch is a CPU-only build",
+    "torch-cuda-unavailable": "torch.cuda.is_available() is False",
+    "torch-arch-not-covered": "torch's arch list does not cover the GPU",
+    "torch-ptx-jit": "torch JIT-compiles this GPU's kernels from PTX",
+    "torch-verdict": "torch_cuda_facts reports a wrong build or driver",
+    "h2d-slow": "pinned host-to-device copies under 10 GB/s",
+    "gpu-trails-peers": "a GPU trails the host's other GPUs",
+    "no-host-cause": "no host-level cause shows in the facts",
+    "no-facts": "no nvidia_smi or torch_cuda facts were given",
+}
+
+
+def _reasons(gpu: Mapping[str, Any]) -> List[str]:
+    return clock_event_reasons(
+        _pick(
+            gpu,
+            "clock_event_reasons_active",
+            "clocks_event_reasons_active",
+            "clock_event_reasons",
+            "clocks_event_reasons",
+            "throttle_reasons_active",
+            "clocks_throttle_reasons_active",
+        )
+    )
+
+
+def _label(index: Any, gpu: Mapping[str, Any]) -> str:
+    return f"GPU {index} ({gpu.get('name') or 'unknown model'})"
+
+
+def _by_index(rows: Any) -> Dict[Any, Mapping[str, Any]]:
+    """{index: row} of a list of per-GPU rows (contention or busy states)."""
+    out: Dict[Any, Mapping[str, Any]] = {}
+    for row in rows or []:
+        if isinstance(row, Mapping) and row.get("index") is not None:
+            out[_as_int(row["index"])] = row
+    return out
+
+
+def _listed_processes(gpu: Mapping[str, Any]) -> Tuple[List[Mapping[str, Any]], int]:
+    """(named processes, hidden count) of a facts GPU's ``processes`` list (no name: hidden)."""
+    value = _pick(gpu, "processes", "compute_processes")
+    if not isinstance(value, (list, tuple)):
+        return [], 0
+    named = [p for p in value if isinstance(p, Mapping) and p.get("name") and p.get("pid")]
+    dicts = [p for p in value if isinstance(p, Mapping)]
+    if not dicts:
+        return [], 0
+    return named, len(dicts) - len(named)
+
+
+def _process_causes(
+    index: Any,
+    gpu: Mapping[str, Any],
+    during: Optional[Mapping[str, Any]],
+    before: Optional[Mapping[str, Any]],
+) -> List[Dict[str, Any]]:
+    """Another process on a measured GPU: named first (pid, name, memory), or counted."""
+    label = _label(index, gpu)
+    rows: List[Dict[str, Any]] = []
+    named: List[Mapping[str, Any]] = []
+    hidden = 0
+    when = ""
+    if during and (during.get("foreign_processes") or during.get("hidden_processes_max")):
+        named = list(during.get("foreign_processes") or [])
+        hidden = int(during.get("hidden_processes_max") or 0)
+        when = "during the measurement"
+    elif before and (before.get("processes") or before.get("hidden_processes")):
+        named = list(before.get("processes") or [])
+        hidden = int(before.get("hidden_processes") or 0)
+        when = "when the measurement started"
+    elif before is None:
+        named, hidden = _listed_processes(gpu)
+        when = "before the check"
+    if named:
+        names = ", ".join(process_text(p) for p in named)
+        pids = ", ".join(str(p.get("pid")) for p in named)
+        rows.append(
+            cause(
+                "gpu-busy",
+                index,
+                f"{label} was in use by another process {when}: {names}. It shares the GPU's "
+                "SMs, memory bandwidth and power limit with the benchmark: the GPU was shared, "
+                "not slow.",
+                f"Stop process {pids} or let the check wait for the GPU "
+                "(gpu_check_busy_gpu: wait), then re-run.",
+            )
+        )
+    if hidden:
+        rows.append(
+            cause(
+                "gpu-busy-hidden",
+                index,
+                f"nvidia-smi reports {plural(hidden, 'process')} on GPU {index} that this host "
+                f"cannot see (another container or PID namespace) {when}: they share "
+                f"{label} with the benchmark.",
+                "Find them where the containers run (nvidia-smi on the host, or the container "
+                "runtime) and stop them, then re-run.",
+            )
+        )
+    if rows:
+        return rows
+    count = (
+        0
+        if before is not None
+        else _process_count(_pick(gpu, "processes", "process_count", "compute_processes"))
+    )
+    if count:
+        return [
+            cause(
+                "gpu-busy",
+                index,
+                f"{count} other process(es) ran on {label} during the check and share its SMs "
+                "and memory: stop them (nvidia-smi lists them) and re-run.",
+                "Stop them (nvidia-smi lists them) and re-run.",
+            )
+        ]
+    used = _as_int(before.get("memory_used_mib") if before else _pick(gpu, "memory_used_mib"))
+    if used is not None and used > BUSY_MEMORY_MIB:
+        return [
+            cause(
+                "gpu-memory-in-use",
+                index,
+                f"{label} already had {used} MiB of memory in use before the check: another "
+                "process is probably running on it and sharing its SMs; stop it (nvidia-smi "
+                "lists it) and re-run.",
+                "Stop the process that holds the memory (nvidia-smi lists it) and re-run.",
+            )
+        ]
+    return []
+
+
+def _hardware_causes(
+    index: Any, gpu: Mapping[str, Any], during: Optional[Mapping[str, Any]], shared: bool
+) -> List[Dict[str, Any]]:
+    """PCIe link, each clock-event reason with its own explanation, power limit, MIG."""
+    rows: List[Dict[str, Any]] = []
+    label = _label(index, gpu)
     pcie = _pcie(gpu)
     width_low = None not in (pcie["width_current"], pcie["width_max"]) and (
         pcie["width_current"] < pcie["width_max"]  # type: ignore[operator]
@@ -783,81 +1310,150 @@ def _gpu_causes(position: int, gpu: Mapping[str, Any]) -> List[str]:
             else " (an idle GPU may lower its PCIe generation to save power; re-read it under "
             "load before acting)"
         )
-        causes.append(
-            f"{label} runs a downgraded PCIe link: Gen{pcie['gen_current']} "
-            f"x{pcie['width_current']} of a possible Gen{pcie['gen_max']} x{pcie['width_max']}. "
-            "Host-to-device copies and input feeding slow down; reseat the card or riser and "
-            f"check the BIOS PCIe settings{caveat}."
+        rows.append(
+            cause(
+                "pcie-link-degraded",
+                index,
+                f"{label} runs a downgraded PCIe link: Gen{pcie['gen_current']} "
+                f"x{pcie['width_current']} of a possible Gen{pcie['gen_max']} "
+                f"x{pcie['width_max']}. Host-to-device copies and input feeding slow down; "
+                f"reseat the card or riser and check the BIOS PCIe settings{caveat}.",
+                "Reseat the card or riser and check the BIOS PCIe settings.",
+            )
         )
-    reasons = clock_event_reasons(
-        _pick(
-            gpu,
-            "clock_event_reasons_active",
-            "clocks_event_reasons_active",
-            "clock_event_reasons",
-            "clocks_event_reasons",
-            "throttle_reasons_active",
-            "clocks_throttle_reasons_active",
-        )
-    )
-    slow = [r for r in reasons if r in SLOWDOWN_REASONS]
+    reasons = _reasons(gpu)
+    for reason in (during or {}).get("clock_event_reasons_seen") or []:
+        if reason not in reasons:
+            reasons.append(reason)
+    temperature = _pick(gpu, "temperature", "temperature_gpu", "temperature_c")
     power_limit = _pick(gpu, "power_limit", "power_limit_w")
-    if slow:
-        temperature = _pick(gpu, "temperature", "temperature_gpu", "temperature_c")
-        causes.append(
-            f"{label} has throttled clocks: {'; '.join(SLOWDOWN_REASONS[r] for r in slow)}. "
-            f"Check cooling (temperature {temperature or 'unknown'}), the power limit "
-            f"({power_limit or 'unknown'}) and the power supply."
+    thermal = [r for r in reasons if r in ("sw_thermal_slowdown", "hw_thermal_slowdown")]
+    if thermal:
+        rows.append(
+            cause(
+                "thermal-slowdown",
+                index,
+                f"{label} slowed its clocks for heat ({', '.join(thermal)}; temperature "
+                f"{temperature if temperature is not None else 'unknown'}): the GPU or its "
+                "memory ran too hot. Check the fans, the airflow and the inlet temperature.",
+                "Check the fans, the airflow and the inlet temperature "
+                "(nvidia-smi -q -d TEMPERATURE).",
+            )
+        )
+    if "hw_slowdown" in reasons:
+        rows.append(
+            cause(
+                "hw-slowdown",
+                index,
+                f"{label} has hardware slowdown engaged (hw_slowdown: the board's own thermal "
+                "or power-brake signal halves its clocks or worse). Check the cooling and the "
+                "chassis power supply.",
+                "Check the cooling and the chassis power supply with the provider.",
+            )
+        )
+    if "hw_power_brake_slowdown" in reasons:
+        rows.append(
+            cause(
+                "power-brake",
+                index,
+                f"{label} is held by the hardware power brake (hw_power_brake_slowdown: an "
+                "external signal from the chassis or power supply asked it to slow down). "
+                "Check the power supply and the chassis power-brake signal.",
+                "Ask the provider to check the PSU and the chassis power-brake signal.",
+            )
         )
     limit = _as_int(power_limit)
     default = _as_int(
         _pick(
             gpu,
             "power_default_limit",
+            "power_default_limit_w",
             "default_power_limit",
             "power_max_limit",
             "max_power_limit",
         )
     )
-    if limit and default and limit < 0.9 * default:
-        causes.append(
-            f"{label} has its power limit lowered to {limit} W of {default} W: it cannot reach "
-            "full clocks (nvidia-smi -pl restores it)."
+    lowered = bool(limit and default and limit < 0.9 * default)
+    if lowered:
+        rows.append(
+            cause(
+                "power-limit-lowered",
+                index,
+                f"{label} has its power limit lowered to {limit} W of {default} W: it cannot "
+                "reach full clocks (nvidia-smi -pl restores it).",
+                f"Restore the default limit (nvidia-smi -i {index} -pl {default}) unless the cap "
+                "is intended.",
+            )
+        )
+    if "sw_power_cap" in reasons:
+        whose = "another process's load" if shared else "load"
+        rows.append(
+            cause(
+                "power-cap-reached",
+                index,
+                f"{label} reached its {power_limit or 'unknown'} W power limit under {whose} "
+                "(sw_power_cap): normal for a GPU at full load, not a power or cooling fault"
+                + (" (but the limit itself is lowered, above)" if lowered else "")
+                + ".",
+                None,
+                fault=False,
+            )
         )
     if _mig_on(_pick(gpu, "mig_mode", "mig")):
-        causes.append(
-            f"MIG is enabled on {label}: the benchmark gets one MIG slice, not the whole GPU. "
-            f"Disable it (nvidia-smi -i {index} -mig 0, then reset the GPU) or expect a fraction "
-            "of the reference."
+        rows.append(
+            cause(
+                "mig-enabled",
+                index,
+                f"MIG is enabled on {label}: the benchmark gets one MIG slice, not the whole "
+                f"GPU. Disable it (nvidia-smi -i {index} -mig 0, then reset the GPU) or expect "
+                "a fraction of the reference.",
+                f"Disable MIG (nvidia-smi -i {index} -mig 0, then reset the GPU).",
+            )
         )
-    count = _process_count(_pick(gpu, "processes", "process_count", "compute_processes"))
-    used = _as_int(_pick(gpu, "memory_used_mib"))
-    if count:
-        causes.append(
-            f"{count} other process(es) ran on {label} during the check and share its SMs and "
-            "memory: stop them (nvidia-smi lists them) and re-run."
-        )
-    elif used is not None and used > BUSY_MEMORY_MIB:
-        causes.append(
-            f"{label} already had {used} MiB of memory in use before the check: another process "
-            "is probably running on it and sharing its SMs; stop it (nvidia-smi lists it) and "
-            "re-run."
-        )
-    return causes
+    return rows
 
 
-def _torch_causes(torch_cuda: Mapping[str, Any], gpus: Sequence[Mapping[str, Any]]) -> List[str]:
+def _gpu_cause_rows(
+    position: int,
+    gpu: Mapping[str, Any],
+    during: Optional[Mapping[str, Any]] = None,
+    before: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    index = gpu.get("index", position)
+    processes = _process_causes(index, gpu, during, before)
+    shared = any(r["code"] in ("gpu-busy", "gpu-busy-hidden") for r in processes)
+    return processes + _hardware_causes(index, gpu, during, shared)
+
+
+def _gpu_causes(position: int, gpu: Mapping[str, Any]) -> List[str]:
+    return [row["message"] for row in _gpu_cause_rows(position, gpu)]
+
+
+def _torch_causes(
+    torch_cuda: Mapping[str, Any], gpus: Sequence[Mapping[str, Any]]
+) -> List[Dict[str, Any]]:
     causes = []
     built = torch_cuda.get("built_cuda_version")
     if "built_cuda_version" in torch_cuda and not built:
         causes.append(
-            "torch is a CPU-only build (torch.version.cuda is None): it cannot use the GPU. "
-            "Install the CUDA wheel of torch in the training environment."
+            cause(
+                "torch-cpu-only",
+                None,
+                "torch is a CPU-only build (torch.version.cuda is None): it cannot use the GPU. "
+                "Install the CUDA wheel of torch in the training environment.",
+                "Install the CUDA wheel of torch in the training environment.",
+            )
         )
     elif torch_cuda.get("cuda_available") is False:
         causes.append(
-            "torch.cuda.is_available() is False in the training environment: a CPU-only torch "
-            f"wheel or a driver problem (driver missing or too old for CUDA {built or '?'})."
+            cause(
+                "torch-cuda-unavailable",
+                None,
+                "torch.cuda.is_available() is False in the training environment: a CPU-only "
+                f"torch wheel or a driver problem (driver missing or too old for CUDA "
+                f"{built or '?'}).",
+                "Check the driver (nvidia-smi) and the torch wheel.",
+            )
         )
     arch_list = [str(a) for a in torch_cuda.get("arch_list") or []]
     caps = [c for c in (_capability(g) for g in gpus) if c]
@@ -868,13 +1464,24 @@ def _torch_causes(torch_cuda: Mapping[str, Any], gpus: Sequence[Mapping[str, Any
         cover = _arch_covers(arch_list, cap)
         if cover == "none":
             causes.append(
-                f"torch was built for {', '.join(arch_list)}, which does not cover this GPU's "
-                f"sm_{cap[0]}{cap[1]}: install a torch build whose arch list includes it."
+                cause(
+                    "torch-arch-not-covered",
+                    None,
+                    f"torch was built for {', '.join(arch_list)}, which does not cover this "
+                    f"GPU's sm_{cap[0]}{cap[1]}: install a torch build whose arch list "
+                    "includes it.",
+                    "Install a torch build whose arch list includes this GPU.",
+                )
             )
         elif cover == "ptx":
             causes.append(
-                f"torch has no sm_{cap[0]}{cap[1]} kernels and JIT-compiles them from PTX: a slow "
-                "start and possibly slower kernels; install a build for this GPU."
+                cause(
+                    "torch-ptx-jit",
+                    None,
+                    f"torch has no sm_{cap[0]}{cap[1]} kernels and JIT-compiles them from PTX: "
+                    "a slow start and possibly slower kernels; install a build for this GPU.",
+                    "Install a torch build for this GPU.",
+                )
             )
     verdict = torch_cuda.get("verdict")
     problems: List[str] = []
@@ -893,9 +1500,132 @@ def _torch_causes(torch_cuda: Mapping[str, Any], gpus: Sequence[Mapping[str, Any
         problems.append("the verdict is not ok")
     if problems:
         causes.append(
-            f"torch_cuda_facts reports a wrong torch build or driver: {'; '.join(problems)}."
+            cause(
+                "torch-verdict",
+                None,
+                f"torch_cuda_facts reports a wrong torch build or driver: {'; '.join(problems)}.",
+                "Fix the torch build or the driver that torch_cuda_facts names.",
+            )
         )
     return causes
+
+
+def busy_causes(busy: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """A cause per GPU that the busy-GPU policy left out: 'not measured: busy', naming why."""
+    rows = []
+    for state in (busy or {}).get("gpus") or []:
+        if not state.get("skipped"):
+            continue
+        index = state.get("index")
+        waited = busy.get("waited_s") or 0  # type: ignore[union-attr]
+        after = f" after waiting {waited:g} s" if busy.get("policy") == "wait" else ""  # type: ignore[union-attr]
+        hidden_only = not state.get("processes") and state.get("hidden_processes")
+        code = (
+            "gpu-busy"
+            if state.get("processes")
+            else ("gpu-busy-hidden" if hidden_only else "gpu-memory-in-use")
+        )
+        rows.append(
+            cause(
+                code,
+                index,
+                f"{_label(index, state)} not measured: busy{after}: {busy_text(state)}.",
+                "Stop the other work on the GPU, or run the check when it is free; "
+                "gpu_check_busy_gpu: measure measures it anyway.",
+            )
+        )
+    return rows
+
+
+def diagnose_causes(
+    failing_modes: Sequence[str],
+    nvidia_smi: Optional[Mapping[str, Any]] = None,
+    torch_cuda: Optional[Mapping[str, Any]] = None,
+    report: Optional[Mapping[str, Any]] = None,
+    contention: Optional[Mapping[str, Any]] = None,
+    busy: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    """Structured causes (:func:`cause`), another process first.
+
+    The GPUs the busy-GPU policy left out (``busy``, the gpu_throughput module's decision)
+    come first whether or not a mode failed. For failing modes, then: each measured GPU's
+    other processes, seen during the measurement (``contention``), at its start (``busy``)
+    or in the facts; then the hardware (PCIe link, each clock-event reason, a lowered
+    power limit, MIG); then the torch build; then slow host-to-device copies.
+    """
+    rows = busy_causes(busy)
+    if not failing_modes:
+        return rows
+    skipped = {_as_int(s.get("index")) for s in (busy or {}).get("gpus") or [] if s.get("skipped")}
+    during_by = _by_index((contention or {}).get("gpus"))
+    before_by = _by_index((busy or {}).get("gpus")) if busy and busy.get("gpus") else None
+    gpus: List[Mapping[str, Any]] = []
+    if nvidia_smi:
+        gpus = [g for g in nvidia_smi.get("gpus") or [] if isinstance(g, Mapping)]
+    processes: List[Dict[str, Any]] = []
+    hardware: List[Dict[str, Any]] = []
+    for position, gpu in enumerate(gpus):
+        index = gpu.get("index", position)
+        if _as_int(index) in skipped:
+            continue
+        during = during_by.get(_as_int(index))
+        before = before_by.get(_as_int(index), {}) if before_by is not None else None
+        found = _process_causes(index, gpu, during, before)
+        processes.extend(found)
+        shared = any(r["code"] in ("gpu-busy", "gpu-busy-hidden") for r in found)
+        hardware.extend(_hardware_causes(index, gpu, during, shared))
+    rows.extend(processes)
+    if nvidia_smi:
+        total = _process_count(_pick(nvidia_smi, "processes", "process_count"))
+        if total and not processes:
+            rows.append(
+                cause(
+                    "gpu-busy",
+                    None,
+                    f"{total} other process(es) ran on the GPUs during the check and share them: "
+                    "stop them (nvidia-smi lists them) and re-run.",
+                    "Stop them (nvidia-smi lists them) and re-run.",
+                )
+            )
+    rows.extend(hardware)
+    if torch_cuda:
+        rows.extend(_torch_causes(torch_cuda, gpus))
+    h2d = ((report or {}).get("probes") or {}).get("h2d") or {}
+    if h2d.get("status") == "ok" and h2d.get("gb_s") is not None and h2d["gb_s"] < 10:
+        rows.append(
+            cause(
+                "h2d-slow",
+                None,
+                f"pinned host-to-device copies reach only {h2d['gb_s']:.1f} GB/s (PCIe Gen4 x16 "
+                "gives ~25, Gen5 ~50): the PCIe path is slow.",
+                "Check the PCIe link (slot, riser, BIOS) and the NUMA placement.",
+            )
+        )
+    if not any(r["fault"] for r in rows):
+        if nvidia_smi or torch_cuda or contention:
+            rows.append(
+                cause(
+                    "no-host-cause",
+                    None,
+                    "No host-level cause shows in the facts (PCIe link, clocks, MIG, other "
+                    "processes and the torch build look normal): compare the batch size and the "
+                    "torch/cuDNN versions with the reference's, and re-run to rule out noise.",
+                    "Re-run to rule out noise; compare the batch size and versions.",
+                    fault=False,
+                )
+            )
+        else:
+            rows.append(
+                cause(
+                    "no-facts",
+                    None,
+                    "No nvidia_smi or torch_cuda facts were given: gather them (nvidia_smi_facts, "
+                    "torch_cuda_facts) so that the check can name a cause.",
+                    "Gather nvidia_smi_facts and torch_cuda_facts.",
+                    fault=False,
+                )
+            )
+    return rows
 
 
 def diagnose(
@@ -903,59 +1633,26 @@ def diagnose(
     nvidia_smi: Optional[Mapping[str, Any]] = None,
     torch_cuda: Optional[Mapping[str, Any]] = None,
     report: Optional[Mapping[str, Any]] = None,
+    contention: Optional[Mapping[str, Any]] = None,
+    busy: Optional[Mapping[str, Any]] = None,
 ) -> List[str]:
     """Likely causes of slow or failed modes, as sentences (empty when nothing failed).
 
     nvidia_smi is shaped like ``ansible_facts.nvidia_smi`` (gpus[] with pcie_gen_current/max,
-    pcie_width_current/max, clock_event_reasons_active, mig_mode, optional processes);
-    torch_cuda like ``ansible_facts.torch_cuda`` (verdict, arch_list, built_cuda_version,
-    cuda_available). Unknown or missing fields are ignored.
+    pcie_width_current/max, clock_event_reasons_active, mig_mode, power_limit_w,
+    power_default_limit_w, memory_used_mib, processes); torch_cuda like
+    ``ansible_facts.torch_cuda`` (verdict, arch_list, built_cuda_version, cuda_available).
+    Unknown or missing fields are ignored. The messages of :func:`diagnose_causes`.
     """
-    if not failing_modes:
-        return []
-    causes: List[str] = []
-    gpus: List[Mapping[str, Any]] = []
-    if nvidia_smi:
-        gpus = [g for g in nvidia_smi.get("gpus") or [] if isinstance(g, Mapping)]
-    for position, gpu in enumerate(gpus):
-        causes.extend(_gpu_causes(position, gpu))
-    if nvidia_smi:
-        total = _process_count(_pick(nvidia_smi, "processes", "process_count"))
-        per_gpu = sum(
-            _process_count(_pick(g, "processes", "process_count", "compute_processes"))
-            for g in gpus
-        )
-        if total and not per_gpu:
-            causes.append(
-                f"{total} other process(es) ran on the GPUs during the check and share them: "
-                "stop them (nvidia-smi lists them) and re-run."
-            )
-    if torch_cuda:
-        causes.extend(_torch_causes(torch_cuda, gpus))
-    h2d = ((report or {}).get("probes") or {}).get("h2d") or {}
-    if h2d.get("status") == "ok" and h2d.get("gb_s") is not None and h2d["gb_s"] < 10:
-        causes.append(
-            f"pinned host-to-device copies reach only {h2d['gb_s']:.1f} GB/s (PCIe Gen4 x16 "
-            "gives ~25, Gen5 ~50): the PCIe path is slow."
-        )
-    if not causes:
-        if nvidia_smi or torch_cuda:
-            causes.append(
-                "No host-level cause shows in the facts (PCIe link, clocks, MIG, other processes "
-                "and the torch build look normal): compare the batch size and the torch/cuDNN "
-                "versions with the reference's, and re-run to rule out noise."
-            )
-        else:
-            causes.append(
-                "No nvidia_smi or torch_cuda facts were given: gather them (nvidia_smi_facts, "
-                "torch_cuda_facts) so that the check can name a cause."
-            )
-    return causes
+    rows = diagnose_causes(failing_modes, nvidia_smi, torch_cuda, report, contention, busy)
+    return [row["message"] for row in rows]
 
 
-def outlier_causes(
-    judgement: Mapping[str, Any], nvidia_smi: Optional[Mapping[str, Any]] = None
-) -> List[str]:
+def outlier_cause_rows(
+    judgement: Mapping[str, Any],
+    nvidia_smi: Optional[Mapping[str, Any]] = None,
+    contention: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
     """For each GPU that trails the host's others: its index, bus id and likely cause."""
     gpus = {}
     for position, gpu in enumerate((nvidia_smi or {}).get("gpus") or []):
@@ -964,6 +1661,7 @@ def outlier_causes(
                 position,
                 gpu,
             )
+    during_by = _by_index((contention or {}).get("gpus"))
     out = []
     for o in judgement.get("gpu_outliers") or []:
         position, gpu = gpus.get(o["gpu"], (None, {}))
@@ -974,15 +1672,83 @@ def outlier_causes(
             f"{o['ratio']:.0%} of the median of the host's other GPUs "
             f"({fmt_int(o['host_median'])}), and {table}"
         )
-        causes = _gpu_causes(position, gpu) if gpu else []
+        rows = (
+            _gpu_cause_rows(position, gpu, during_by.get(_as_int(o["gpu"])))  # type: ignore[arg-type]
+            if gpu
+            else []
+        )
+        faults = [r for r in rows if r["fault"]]
         text += (
-            ": " + " ".join(causes)
-            if causes
+            ": " + " ".join(r["message"] for r in faults)
+            if faults
             else ": no cause shows in its nvidia-smi facts (PCIe link, clocks, MIG, processes); "
             "reset it or re-run, and replace it if it stays behind."
         )
-        out.append(text)
+        code = faults[0]["code"] if faults else "gpu-trails-peers"
+        out.append(
+            cause(
+                code,
+                o["gpu"],
+                text,
+                faults[0]["remedy"]
+                if faults
+                else "Reset it or re-run; replace it if it stays behind.",
+            )
+        )
     return out
+
+
+def outlier_causes(
+    judgement: Mapping[str, Any],
+    nvidia_smi: Optional[Mapping[str, Any]] = None,
+    contention: Optional[Mapping[str, Any]] = None,
+) -> List[str]:
+    """For each GPU that trails the host's others: its index, bus id and likely cause."""
+    return [row["message"] for row in outlier_cause_rows(judgement, nvidia_smi, contention)]
+
+
+def not_measured_line(busy: Optional[Mapping[str, Any]]) -> str:
+    """'GPU 0 NOT MEASURED: busy (pid 559 python3, 76294 MiB)' for each GPU left out."""
+    parts = []
+    for state in (busy or {}).get("gpus") or []:
+        if state.get("skipped"):
+            who = ", ".join(process_text(p) for p in state.get("processes") or [])
+            if not who and state.get("hidden_processes"):
+                who = f"{plural(state['hidden_processes'], 'process')} this host cannot see"
+            if not who:
+                who = f"{state.get('memory_used_mib')} MiB in use"
+            parts.append(f"GPU {state.get('index')} NOT MEASURED: busy ({who})")
+    return "; ".join(parts)
+
+
+def headline(judgement: Optional[Mapping[str, Any]], verdict: str) -> str:
+    """How the failing host's headline reads: 'is slow' only when a mode measured below its
+    reference (or a GPU trails the others), 'could not measure' when nothing was measured,
+    else 'failed the check' (a probe failed, a required mode did not run)."""
+    if verdict == "not_measured":
+        return "could not measure"
+    judged = judgement or {}
+    modes = judged.get("modes") or {}
+    if judged.get("gpu_outliers") or any(
+        (modes.get(m) or {}).get("ratio") is not None for m in judged.get("failed_modes") or []
+    ):
+        return "is slow"
+    measured = [
+        e for e in modes.values() if e.get("ratio") is not None or e.get("status") == "pass"
+    ]
+    if judged.get("failed_modes") and not measured:
+        return "could not measure"
+    return "failed the check"
+
+
+def headline_line(verdict_headline: str, host: Optional[str], diagnosis: Sequence[str]) -> str:
+    """The failing host's first words: 'gpu07 is slow', 'gpu07 failed the check', or
+    'could not measure gpu07: <the first cause>' (nothing measured is never called slow)."""
+    name = host or "this host"
+    if verdict_headline == "could not measure":
+        first = diagnosis[0] if diagnosis else "no mode ran"
+        return f"could not measure {name}: {first}"
+    return f"{name} {verdict_headline}"
 
 
 def _why_not_run(judgement: Mapping[str, Any], name: str) -> Optional[str]:

@@ -77,7 +77,6 @@ QUERY_FIELDS = ["index", "pci.bus_id", "uuid", "compute_cap"]
 
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 POWER_REASONS = ("sw_power_cap", "hw_power_brake_slowdown")
-GENERIC_SLOWDOWN_REASONS = ("hw_slowdown",)
 
 
 # ---------------------------------------------------------------------------
@@ -223,6 +222,37 @@ def _power_limit(gpu: ET.Element) -> Tuple[Optional[float], Optional[float]]:
     return None, None
 
 
+def _power_default_limit(gpu: ET.Element) -> Optional[float]:
+    """The board's default power limit (W): a limit below it was lowered on this host."""
+    for block_tag in ("gpu_power_readings", "power_readings"):
+        block = gpu.find(block_tag)
+        if block is not None:
+            return to_number(_find_text(block, "default_power_limit"))
+    return None
+
+
+def _processes(gpu: ET.Element) -> List[Dict[str, Any]]:
+    """The processes nvidia-smi lists on the GPU: pid, type (C, G, C+G), name, memory.
+
+    In a container nvidia-smi may list a pid of another PID namespace (one /proc here does
+    not have) or no name; the module decides what this host can see, not the parser.
+    """
+    found: List[Dict[str, Any]] = []
+    block = gpu.find("processes")
+    if block is None:
+        return found
+    for proc in block.findall("process_info"):
+        found.append(
+            {
+                "pid": to_int(_find_text(proc, "pid")),
+                "type": clean(_find_text(proc, "type")),
+                "name": clean(_find_text(proc, "process_name")),
+                "used_memory_mib": to_int(_find_text(proc, "used_memory")),
+            }
+        )
+    return found
+
+
 def _retired_pages_pending(gpu: ET.Element) -> Optional[bool]:
     block = gpu.find("retired_pages")
     if block is None:
@@ -307,7 +337,11 @@ def _parse_gpu(index: int, gpu: ET.Element) -> Dict[str, Any]:
         "pcie_width_max": to_int(_find_text(link, "link_widths/max_link_width")),
         "temperature_c": to_int(_find_text(gpu, "temperature/gpu_temp")),
         "power_limit_w": power_limit,
+        "power_default_limit_w": _power_default_limit(gpu),
         "power_draw_w": power_draw,
+        "utilization_gpu_pct": to_int(_find_text(gpu, "utilization/gpu_util")),
+        "utilization_memory_pct": to_int(_find_text(gpu, "utilization/memory_util")),
+        "processes": _processes(gpu),
         "clocks_sm_mhz": to_int(_find_text(gpu, "clocks/sm_clock")),
         "clocks_max_sm_mhz": to_int(_find_text(gpu, "max_clocks/sm_clock")),
         "performance_state": clean(_find_text(gpu, "performance_state")),
@@ -829,7 +863,7 @@ def _gpu_problems(gpu: Dict[str, Any], expect_mig: bool) -> List[Dict[str, Any]]
     problems.extend(_pcie(gpu)[0])
     problems.extend(_memory_flags(gpu))
     problems.extend(_memory(gpu)[0])
-    problems.extend(_clocks(gpu))
+    problems.extend(_clocks(gpu)[0])
     problems.extend(_mig(gpu, expect_mig))
     return problems
 
@@ -878,14 +912,27 @@ def _memory_flags(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
     return problems
 
 
-def _clocks(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Thermal, power and hardware slowdown among the active clock-event reasons."""
+def power_limit_lowered(gpu: Dict[str, Any]) -> bool:
+    """The enforced power limit is more than 10% below the board's default."""
+    limit = gpu.get("power_limit_w")
+    default = gpu.get("power_default_limit_w")
+    return bool(limit and default and limit < 0.9 * default)
+
+
+def _clocks(gpu: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """Clock-event reasons told apart: (problems, notes).
+
+    Thermal slowdown, the hardware power brake and hw_slowdown are problems. The software
+    power cap (sw_power_cap) only says that the draw reached the power limit, which a GPU at
+    full load does: a note, never a fault by itself. A power limit lowered below the
+    board's default is a note too (an owner may cap power on purpose); the throughput check
+    names it as a cause when a mode is slow.
+    """
     problems: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
     label = _label(gpu)
     active = gpu.get("clock_event_reasons_active") or []
     thermal = [r for r in active if r in THERMAL_REASONS]
-    power = [r for r in active if r in POWER_REASONS]
-    generic = [r for r in active if r in GENERIC_SLOWDOWN_REASONS]
     if thermal:
         problems.append(
             _issue(
@@ -895,17 +942,17 @@ def _clocks(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
                 f"{gpu.get('temperature_c')} C: check fans, airflow and inlet temperature.",
             )
         )
-    if power:
+    if "hw_power_brake_slowdown" in active:
         problems.append(
             _issue(
-                "power-slowdown",
+                "power-brake",
                 gpu,
-                f"{label} clocks are capped by power ({', '.join(power)}) at a "
-                f"{gpu.get('power_limit_w')} W limit: check the power limit "
-                "(nvidia-smi -q -d POWER) and the PSU/power-brake signal.",
+                f"{label} clocks are slowed by the hardware power brake "
+                "(hw_power_brake_slowdown, an external signal from the chassis or power "
+                "supply): check the PSU and the chassis power-brake signal with the provider.",
             )
         )
-    if generic:
+    if "hw_slowdown" in active:
         problems.append(
             _issue(
                 "hw-slowdown",
@@ -914,7 +961,29 @@ def _clocks(gpu: Dict[str, Any]) -> List[Dict[str, Any]]:
                 "power brake): check cooling and the chassis power supply.",
             )
         )
-    return problems
+    if "sw_power_cap" in active:
+        util = gpu.get("utilization_gpu_pct")
+        load = f" at {util}% utilisation" if util is not None else ""
+        notes.append(
+            _issue(
+                "power-cap-reached",
+                gpu,
+                f"{label} draws its {gpu.get('power_limit_w')} W power limit{load} "
+                "(sw_power_cap): normal for a GPU under full load, not a power fault.",
+            )
+        )
+    if power_limit_lowered(gpu):
+        notes.append(
+            _issue(
+                "power-limit-lowered",
+                gpu,
+                f"{label} has its power limit lowered to {gpu.get('power_limit_w')} W of the "
+                f"default {gpu.get('power_default_limit_w')} W: it cannot reach full clocks "
+                f"under load (nvidia-smi -i {gpu.get('index')} -pl "
+                f"{gpu.get('power_default_limit_w')} restores it).",
+            )
+        )
+    return problems, notes
 
 
 def _mig(gpu: Dict[str, Any], expect_mig: bool) -> List[Dict[str, Any]]:
@@ -967,6 +1036,7 @@ def health_notes(
     for gpu in gpus:
         notes.extend(_pcie(gpu)[1])
         notes.extend(_memory(gpu)[1])
+        notes.extend(_clocks(gpu)[1])
     notes.extend(_xid_issues(xid_groups or [], gpus)[1])
     if xid_error:
         notes.append(

@@ -2472,14 +2472,35 @@ CATALOGUE = json.loads(
    "tesla",
    "geforce"
   ],
+  "common_cards": [
+   "Tesla T4",
+   "NVIDIA L4",
+   "NVIDIA A10G",
+   "NVIDIA L40S",
+   "NVIDIA A100-SXM4-40GB",
+   "NVIDIA A100-SXM4-80GB",
+   "NVIDIA H100 80GB HBM3",
+   "NVIDIA H100 PCIe",
+   "NVIDIA H200",
+   "NVIDIA B200",
+   "NVIDIA GeForce RTX 4090",
+   "NVIDIA GH200 480GB"
+  ],
+  "quick_modes": [
+   "fp32",
+   "amp_fp16",
+   "amp_fp16_cl"
+  ],
   "rows": [
    {
     "key": "gh200",
     "words": [
      "gh200"
     ],
-    "datasheet": null,
-    "source": "[no source found] one datasheet row for GH200's 96 GB and 144 GB variants (their memory bandwidths differ)"
+    "datasheet": {
+     "fp32": 66.9
+    },
+    "source": "pc2/GPUInspector.jl issue #27 (a GH200's theoretical peak computed from its SMs and clock: 'Float32 ... max: 66.9' TFLOP/s without tensor cores); no source read gives its tensor rates or HBM bandwidth (tensor rates and HBM bandwidth: no source read gives them)"
    },
    {
     "key": "h200-nvl",
@@ -2710,8 +2731,12 @@ CATALOGUE = json.loads(
     "words": [
      "a10g"
     ],
-    "datasheet": null,
-    "source": "[no source found] an NVIDIA datasheet for the A10G (AWS's variant): its tensor and FP32 rates differ from the A10's (secondary_a10_memory), and no source gives them"
+    "derive_from": "a10",
+    "datasheet": {
+     "fp32": 31.52,
+     "memory_bandwidth_gbs": 600
+    },
+    "source": "GoogleCloudPlatform/professional-services tools/instance_mapper/cmd/instance_mapper/gpu-mapping.yaml ('\"A10G\" ... # Tesla GA102 Ampere 12GB 31.52 31.52 0.98', the FP16/FP32/FP64 non-tensor TFLOP/s columns, 'collected from various online sources'; its 12GB is wrong for the 24 GB A10G, so only the FP32 figure is read); no source gives the A10G's tensor rates; baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference ('24 gigabytes of GDDR6 VRAM with a memory bandwidth of 600 gigabytes per second', shared by A10 and A10G; 'the A10 prioritizes tensor compute, while the A10G has a higher CUDA core performance'); a fork of Lightning's throughput.py (a10 tf32 62.5e12) (tensor rates: no source gives them)"
    },
    {
     "key": "a10",
@@ -2746,6 +2771,7 @@ CATALOGUE = json.loads(
      "6000",
      "ada"
     ],
+    "cc": "8.9",
     "datasheet": {
      "fp32": 91.1,
      "memory_bandwidth_gbs": 960
@@ -2758,6 +2784,7 @@ CATALOGUE = json.loads(
      "rtx",
      "a6000"
     ],
+    "cc": "8.6",
     "datasheet": {
      "fp32": 38.7,
      "bf16": 154.8,
@@ -2793,6 +2820,17 @@ CATALOGUE = json.loads(
      "memory_bandwidth_gbs": 936
     },
     "source": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses"
+   },
+   {
+    "key": "quadro-rtx-8000",
+    "words": [
+     "quadro",
+     "rtx",
+     "8000"
+    ],
+    "cc": "7.5",
+    "datasheet": null,
+    "source": "[no source found] no datasheet figures gathered for the Quadro RTX 8000 (its rows are Lambda's measurements)"
    }
   ]
  },
@@ -2810,7 +2848,32 @@ CATALOGUE = json.loads(
     "tf32": "tf32"
    },
    "calibration_harness": "lambda",
-   "min_calibration_rows": 5
+   "min_calibration_rows": 5,
+   "max_widening": 1.5,
+   "mfu_cap_modes": [
+    "fp32"
+   ],
+   "mode_ratio": {
+    "fp32": [
+     "tf32",
+     "amp_fp16"
+    ],
+    "amp_fp16": [
+     "tf32",
+     "amp_fp16_cl",
+     "fp32"
+    ],
+    "amp_fp16_cl": [
+     "amp_fp16",
+     "tf32"
+    ]
+   },
+   "nearest_architecture": {
+    "Turing": "Volta",
+    "Ada": "Ampere",
+    "Blackwell": "Hopper"
+   },
+   "leave_one_out_limit": 0.25
   },
   "rows": [
    {
@@ -2967,6 +3030,60 @@ CATALOGUE = json.loads(
     "harness": "dle",
     "note": "V100 16GB (DGX-1), NHWC",
     "source": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "fp32",
+    "img_s": 996.91,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "FP32, TF32 off (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "tf32",
+    "img_s": 1880.63,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "TF32 (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_fp16",
+    "img_s": 2794.57,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP fp16, NCHW, the seed recipe (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_bf16",
+    "img_s": 2238.15,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP bf16, NCHW (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_fp16_cl",
+    "img_s": 5031.63,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP fp16, channels_last (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+   },
+   {
+    "gpu": "h100-sxm",
+    "mode": "amp_bf16_cl",
+    "img_s": 4017.11,
+    "batch": 256,
+    "harness": "kindling",
+    "note": "AMP bf16, channels_last (quick profile, 2026-12-05)",
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3239,6 +3356,267 @@ CATALOGUE = json.loads(
     "harness": "lambda",
     "note": "RTX 3090, NCHW",
     "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "gh200",
+    "mode": "tf32",
+    "img_s": 2063,
+    "batch": 720,
+    "harness": "lambda",
+    "note": "GH200 96GB (Lambda Cloud)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, row 'LambdaCloud 1x GH200 96GB' (resnet50 2844 and 2063), batch sizes 1360 and 720 from pytorch-train-bs-fp16/fp32.csv; no raw logs in the repository, so the container is not stated (the same ConvNets main.py, synthetic data, NCHW; 'FP32' with TF32 on)"
+   },
+   {
+    "gpu": "gh200",
+    "mode": "amp_fp16",
+    "img_s": 2844,
+    "batch": 1360,
+    "harness": "lambda",
+    "note": "GH200 96GB (Lambda Cloud), NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, row 'LambdaCloud 1x GH200 96GB' (resnet50 2844 and 2063), batch sizes 1360 and 720 from pytorch-train-bs-fp16/fp32.csv; no raw logs in the repository, so the container is not stated (the same ConvNets main.py, synthetic data, NCHW; 'FP32' with TF32 on)"
+   },
+   {
+    "gpu": "quadro-rtx-8000",
+    "mode": "fp32",
+    "img_s": 274,
+    "batch": 496,
+    "harness": "lambda",
+    "note": "Quadro RTX 8000 (no TF32 on Turing)",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   },
+   {
+    "gpu": "quadro-rtx-8000",
+    "mode": "amp_fp16",
+    "img_s": 651,
+    "batch": 928,
+    "harness": "lambda",
+    "note": "Quadro RTX 8000, NCHW",
+    "source": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)"
+   }
+  ]
+ },
+ "throughput_floors": {
+  "pcie_generations": {
+   "source": "torvalds/linux drivers/pci/pci.h, PCIE_SPEED2MBS_ENC ('PCIe speed to Mb/s reduced by encoding overhead': 2.5 GT/s 2500*8/10, 5 GT/s 5000*8/10, 8 GT/s 8000*128/130, 16 GT/s 16000*128/130, 32 GT/s 32000*128/130, 64 GT/s 64000*1/1, the last from 'PCI: Fix 64GT/s effective data rate calculation', Ilpo Jarvinen, lore.kernel.org 20240102172701.65501-1-ilpo.jarvinen@linux.intel.com: Gen6 runs in Flit mode, no 8b/10b or 128b/130b encoding); the link's GB/s is GT/s x encoding x lanes / 8",
+   "rows": [
+    {
+     "gen": 1,
+     "gt_s": 2.5,
+     "encoding": "8b/10b",
+     "payload_bits": 8,
+     "line_bits": 10
+    },
+    {
+     "gen": 2,
+     "gt_s": 5.0,
+     "encoding": "8b/10b",
+     "payload_bits": 8,
+     "line_bits": 10
+    },
+    {
+     "gen": 3,
+     "gt_s": 8.0,
+     "encoding": "128b/130b",
+     "payload_bits": 128,
+     "line_bits": 130
+    },
+    {
+     "gen": 4,
+     "gt_s": 16.0,
+     "encoding": "128b/130b",
+     "payload_bits": 128,
+     "line_bits": 130
+    },
+    {
+     "gen": 5,
+     "gt_s": 32.0,
+     "encoding": "128b/130b",
+     "payload_bits": 128,
+     "line_bits": 130
+    },
+    {
+     "gen": 6,
+     "gt_s": 64.0,
+     "encoding": "flit",
+     "payload_bits": 1,
+     "line_bits": 1
+    }
+   ]
+  },
+  "floors": [
+   {
+    "name": "pcie_link",
+    "label": "PCIe link under load",
+    "probe": "h2d",
+    "basis": "link_max",
+    "fail": "system_max",
+    "warn": "gpu_max",
+    "unit": "link",
+    "source": "nvidia-smi --help-query-gpu (quoted in public scripts): pcie.link.gen.current and pcie.link.width.current, the link now (an idle GPU lowers it to save power); pcie.link.gen.max and pcie.link.width.max, 'the maximum PCI-E link generation/width possible with this GPU and system configuration'; pcie.link.gen.gpumax, 'the maximum PCI-E link generation supported by this GPU'; pcie.link.gen.hostmax, 'supported by the root port corresponding to this GPU'"
+   },
+   {
+    "name": "h2d",
+    "label": "pinned host-to-device copies",
+    "probe": "h2d",
+    "field": "gb_s",
+    "basis": "pcie_link",
+    "fail": 0.75,
+    "warn": 0.7875,
+    "unit": "GB/s",
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check (Kindling's 0.75 of the link under load is NHC's H100 and H200 floor, 48 GB/s of Gen5 x16's 63.0; NHC's A100 floor, 21 GB/s, is 0.67 of Gen4 x16's 31.5, and its README expects 23 there: a Gen4 host near 23 GB/s fails Kindling's floor and passes NHC's)"
+   },
+   {
+    "name": "d2h",
+    "label": "pinned device-to-host copies",
+    "probe": "h2d",
+    "field": "d2h_gb_s",
+    "basis": "pcie_link",
+    "fail": 0.75,
+    "warn": 0.7875,
+    "unit": "GB/s",
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check (the same floor as h2d: NHC holds both directions to one value)"
+   },
+   {
+    "name": "membw",
+    "label": "device memory bandwidth (copy, read + write)",
+    "probe": "membw",
+    "field": "gb_s",
+    "basis": "memory_bandwidth_gbs",
+    "fail": 0.75,
+    "warn": 0.7875,
+    "unit": "GB/s",
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out (DCGM sets 0.75x the bandwidth it measured; Kindling takes 0.75x the datasheet's, which is stricter: DCGM measured 61-88% of the datasheet on its cards, e.g. 2540 of the H100 SXM's 3350 GB/s)"
+   },
+   {
+    "name": "matmul_fp32",
+    "label": "dense fp32 matmul",
+    "probe": "matmul",
+    "field": "results.fp32.tflop_s",
+    "basis": "fp32",
+    "fail": null,
+    "warn": 0.5,
+    "unit": "TFLOP/s",
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h) (warn-only, at half the datasheet's dense rate: DCGM's own compute floor lies at 44% of the datasheet on an H100 SXM)"
+   },
+   {
+    "name": "matmul_tf32",
+    "label": "dense tf32 matmul",
+    "probe": "matmul",
+    "field": "results.tf32.tflop_s",
+    "basis": "tf32",
+    "fail": null,
+    "warn": 0.5,
+    "unit": "TFLOP/s",
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h) (warn-only, at half the datasheet's dense rate: DCGM's own compute floor lies at 44% of the datasheet on an H100 SXM)"
+   },
+   {
+    "name": "matmul_bf16",
+    "label": "dense bf16 matmul",
+    "probe": "matmul",
+    "field": "results.bf16.tflop_s",
+    "basis": "bf16",
+    "fail": null,
+    "warn": 0.5,
+    "unit": "TFLOP/s",
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h) (warn-only, at half the datasheet's dense rate: DCGM's own compute floor lies at 44% of the datasheet on an H100 SXM)"
+   },
+   {
+    "name": "matmul_fp16",
+    "label": "dense fp16 matmul",
+    "probe": "matmul",
+    "field": "results.fp16.tflop_s",
+    "basis": "fp16",
+    "fail": null,
+    "warn": 0.5,
+    "unit": "TFLOP/s",
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h) (warn-only, at half the datasheet's dense rate: DCGM's own compute floor lies at 44% of the datasheet on an H100 SXM)"
+   }
+  ],
+  "anchors": [
+   {
+    "gpu": "h100-sxm",
+    "nhc_h2d_d2h_gbs": 48,
+    "dcgm_membw_gbs": 1905.0,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check; NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "h100-nvl",
+    "nhc_h2d_d2h_gbs": 48,
+    "dcgm_membw_gbs": 2043.0,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check; NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "h200",
+    "nhc_h2d_d2h_gbs": 48,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check"
+   },
+   {
+    "gpu": "b200",
+    "dcgm_membw_gbs": 4072.5,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "a100-80gb",
+    "nhc_h2d_d2h_gbs": 21,
+    "dcgm_membw_gbs": 1173.0,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check; NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "a100-40gb",
+    "nhc_h2d_d2h_gbs": 21,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check"
+   },
+   {
+    "gpu": "a100-pcie-80gb",
+    "nhc_h2d_d2h_gbs": 21,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check"
+   },
+   {
+    "gpu": "a100-pcie-40gb",
+    "dcgm_membw_gbs": 969.75,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "a10g",
+    "dcgm_membw_gbs": 362.7,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "t4",
+    "dcgm_membw_gbs": 183.0,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "l4",
+    "dcgm_membw_gbs": 198.5,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "l40s",
+    "dcgm_membw_gbs": 525.0,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "v100-16gb",
+    "dcgm_membw_gbs": 607.5,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "v100-32gb",
+    "nhc_h2d_d2h_gbs": 9,
+    "dcgm_membw_gbs": 607.5,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check; NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "v100-pcie-16gb",
+    "nhc_h2d_d2h_gbs": 10,
+    "dcgm_membw_gbs": 607.5,
+    "source": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check; NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
+   },
+   {
+    "gpu": "v100-pcie-32gb",
+    "dcgm_membw_gbs": 607.5,
+    "source": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out"
    }
   ]
  },
@@ -3318,6 +3696,10 @@ CATALOGUE = json.loads(
   "lambda_v1": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)",
   "lambda_a100_sxm4_40gb": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1",
   "lambda_v2": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW",
+  "kindling_h100_20261205": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)",
+  "lambda_gh200": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, row 'LambdaCloud 1x GH200 96GB' (resnet50 2844 and 2063), batch sizes 1360 and 720 from pytorch-train-bs-fp16/fp32.csv; no raw logs in the repository, so the container is not stated (the same ConvNets main.py, synthetic data, NCHW; 'FP32' with TF32 on)",
+  "secondary_a10g": "GoogleCloudPlatform/professional-services tools/instance_mapper/cmd/instance_mapper/gpu-mapping.yaml ('\"A10G\" ... # Tesla GA102 Ampere 12GB 31.52 31.52 0.98', the FP16/FP32/FP64 non-tensor TFLOP/s columns, 'collected from various online sources'; its 12GB is wrong for the 24 GB A10G, so only the FP32 figure is read); no source gives the A10G's tensor rates",
+  "secondary_gh200": "pc2/GPUInspector.jl issue #27 (a GH200's theoretical peak computed from its SMs and clock: 'Float32 ... max: 66.9' TFLOP/s without tensor cores); no source read gives its tensor rates or HBM bandwidth",
   "nv_datasheet_h200": "NVIDIA H200 Tensor Core GPU datasheet (SXM and NVL columns; sparsity figures halved)",
   "nv_datasheet_h100": "NVIDIA H100 Tensor Core GPU datasheet (SXM, PCIe and NVL columns; sparsity figures halved)",
   "nv_datasheet_a100": "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)",
@@ -3330,7 +3712,12 @@ CATALOGUE = json.loads(
   "secondary_a100_memory": "thundercompute.com/blog/nvidia-a100-specs-full-guide ('Memory Bandwidth | 1,555GB/s | 1,935GB/s | 1,555GB/s | 2,039GB/s' for PCIe 40GB, PCIe 80GB, SXM 40GB, SXM 80GB)",
   "secondary_rtx_a6000": "llmperf.net, citing Microway ('Memory Bandwidth 768 GB/s', 'Mixed-Precision (FP16/BF16) 154.8 TFLOPS', dense); sysrqmts.com ('FP32 (float) performance | 38.71 TFLOPS'); secondary copies only",
   "secondary_geforce": "waredb.com (RTX 4090: 'FP16: 165.15 TFLOPS, with sparsity: 330.30', 'TF32: 82.58 TFLOPS', 'FP32: 82.58', 'bandwidth up to 1008 GB/s'); public GPU spec datasets (RTX 3090: fp16_tflops 71, fp32 35.58, memory_bandwidth_gbps 936); grafikkarten.com (RTX 6000 Ada: 'FP32 91,1 TFLOPS', '960 GByte/s'). Spec databases, not NVIDIA's pages: the GeForce FP16 figures are the FP32-accumulate rates AMP uses",
-  "secondary_h100_nvl": "two public GPU tables on GitHub ('H100 NVL | Hopper | 94 GB HBM3 | 3.9 TB/s | ~835' dense FP16 TFLOP/s); third-party only, NVIDIA's datasheet was not read"
+  "secondary_h100_nvl": "two public GPU tables on GitHub ('H100 NVL | Hopper | 94 GB HBM3 | 3.9 TB/s | ~835' dense FP16 TFLOP/s); third-party only, NVIDIA's datasheet was not read",
+  "linux_pcie_speed2mbs": "torvalds/linux drivers/pci/pci.h, PCIE_SPEED2MBS_ENC ('PCIe speed to Mb/s reduced by encoding overhead': 2.5 GT/s 2500*8/10, 5 GT/s 5000*8/10, 8 GT/s 8000*128/130, 16 GT/s 16000*128/130, 32 GT/s 32000*128/130, 64 GT/s 64000*1/1, the last from 'PCI: Fix 64GT/s effective data rate calculation', Ilpo Jarvinen, lore.kernel.org 20240102172701.65501-1-ilpo.jarvinen@linux.intel.com: Gen6 runs in Flit mode, no 8b/10b or 128b/130b encoding); the link's GB/s is GT/s x encoding x lanes / 8",
+  "nvidia_smi_pcie_fields": "nvidia-smi --help-query-gpu (quoted in public scripts): pcie.link.gen.current and pcie.link.width.current, the link now (an idle GPU lowers it to save power); pcie.link.gen.max and pcie.link.width.max, 'the maximum PCI-E link generation/width possible with this GPU and system configuration'; pcie.link.gen.gpumax, 'the maximum PCI-E link generation supported by this GPU'; pcie.link.gen.hostmax, 'supported by the root port corresponding to this GPU'",
+  "nhc_gpu_bw": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check",
+  "dcgm_membw": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out",
+  "dcgm_sm_stress": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h)"
  }
 }
 """

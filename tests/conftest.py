@@ -32,8 +32,16 @@ def _fresh_module_warnings():
     Otherwise a warning one module raised (gpu_throughput's fail_on_slow=false, say)
     shows up in the next module's result in the same pytest process.
     """
+    from ansible.module_utils import _internal
     from ansible.module_utils.common import warnings
 
     warnings._global_warnings.clear()
     warnings._global_deprecations.clear()
+    # Importing any controller code (templating, a callback plugin, the inventory manager)
+    # marks the whole process as the controller, and from then on a module run in-process
+    # hands its warnings to the controller's display instead of returning them: every later
+    # test that reads result["warnings"] failed. A test that needs the controller imports
+    # it again, which sets the mark; the next test starts as a module host again.
+    controller = _internal.is_controller
     yield
+    _internal.is_controller = controller

@@ -10,14 +10,25 @@ It collects each host's nvidia-smi facts, torch.cuda facts and throughput judgem
 from the runner's job events, and writes reports/<timestamp>/ with:
 
 - results.json  every host: status, facts summary, per-mode img/s, reference, ratio,
-                and its GPU health codes (``health``, ``health_failing``);
-- summary.md    one table row per host and mode, failures and likely causes first, a
-                ``health`` column beside the verdict (failing codes in bold) and a
-                "GPU health findings" section: per host, each finding with its remedy;
-- index.html    drawn with Plotly, one file that works offline (tools/fleet_html.py):
-                per-host and per-GPU bars of img/s against the reference and the peer
-                median, slowest first, the hosts that need attention with their causes,
-                and a table of hosts, modes, codes and causes that sorts on any column.
+                its GPU health codes (``health``, ``health_failing``), and the
+                ``comparison`` with the previous report of the same inventory;
+- summary.md    every host with its stack (driver, CUDA, torch, GPU model and count,
+                instance type; drift from the fleet's majority in bold), each cause once
+                with its hosts, one table row per host and mode with a ``health``
+                column, and a "GPU health findings" section: per host, each finding
+                with its remedy;
+- index.html    drawn with Plotly (tools/fleet_html.py): on a 1920x1080 first screen
+                the host x GPU heatmap beside the grouped causes, the changes since
+                the previous report and the fleet's stack; then every host in a table,
+                the hosts that need attention, bars per host and mode, and a table of
+                hosts, modes, codes and causes that sorts on any column.
+
+Every host the play targets is in the report, read from the inventory before the run:
+one never reached is ``not-run``. plotly.js and docs/HEALTH_CODES.md are written once
+into the reports folder and linked as ``../NAME``: every link is relative, so the folder
+can be copied anywhere. While the play runs, each host's progress (or, above four
+hosts, one fleet line per poll) and each failed or unreachable host are printed as they
+happen (``ProgressPrinter``, ansible-runner's event handler).
 
 Health codes are the nvidia_smi facts' ``health`` (failing) and ``health_notes``
 (informational) findings, as ``module_utils/gpu_health.py``'s ``report_codes`` rows
@@ -32,7 +43,9 @@ model measured in the same run. The summary's ``vs peers`` column and its "Peer
 baseline" section show each group (count, median, spread) and say where a model has one
 host only and so no peer baseline.
 
-Host status: ``ok``, ``slow`` (a mode below tolerance), ``unhealthy`` (throughput
+Host status: ``ok``, ``slow`` (a mode below tolerance), ``not-measured`` (its GPUs
+were busy with another process, so nothing was measured), ``not-run`` (in the
+inventory, never reached by the play), ``unhealthy`` (throughput
 passed, or could only be reported, but nvidia-smi reports a failing health code: the
 host trains at speed now, yet a GPU needs attention before it takes work), ``outlier``
 (the table passed it, but a mode trails its peers' median by more than the margin,
@@ -54,7 +67,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import ansible.module_utils
 
@@ -76,12 +89,18 @@ from ansible.module_utils.peer_baseline import (  # noqa: E402
     judge_peers,
     worst,
 )
+from ansible.module_utils.throughput_progress import (  # noqa: E402
+    FLEET_THRESHOLD,
+    FleetProgress,
+)
 
 HEALTH_DOC = "docs/HEALTH_CODES.md"
 FACT_TASKS = ("nvidia_smi_facts", "torch_cuda_facts")
 # The throughput result: the gpu_throughput module's, which the gpu_check role runs as an
 # async job and collects with async_status (the async start itself carries no result).
 THROUGHPUT_ACTIONS = ("gpu_throughput", "async_status")
+# The check's poll, whose retries carry its progress (printed while the play runs).
+PROGRESS_ACTIONS = ("gpu_throughput_progress",)
 
 
 def _action(event_data: Dict[str, Any]) -> str:
@@ -129,6 +148,11 @@ def collect(
                 record["nvidia_smi"] = facts["nvidia_smi"]
         elif kind == "runner_on_ok":
             facts = result.get("ansible_facts") or {}
+            if facts.get("ansible_system_vendor") == "Amazon EC2" and facts.get(
+                "ansible_product_name"
+            ):
+                # A Nitro instance's DMI product name is its instance type.
+                record["instance_type"] = facts["ansible_product_name"]
             if action == "nvidia_smi_facts" and "nvidia_smi" in facts:
                 record["nvidia_smi"] = facts["nvidia_smi"]
             elif action == "torch_cuda_facts" and "torch_cuda" in facts:
@@ -154,7 +178,13 @@ def collect(
                         "gpus",
                         "gpu_outliers",
                         "not_run",
+                        # Each cause {code, gpu, message, remedy}, and per mode which kind
+                        # of reference judged it and its floors, where the result has them.
+                        "causes",
+                        "reference_basis",
+                        "floors",
                     )
+                    if key in result or key not in ("causes", "reference_basis", "floors")
                 }
                 record["throughput"]["environment"] = (result.get("throughput") or {}).get(
                     "environment", {}
@@ -170,6 +200,9 @@ def collect(
         verdict = (record["throughput"] or {}).get("verdict")
         if record["status"] == "ok" and verdict == "fail":
             record["status"] = "slow"
+        elif record["status"] == "ok" and verdict == "not_measured":
+            # Its GPUs were busy with another process: nothing was measured, nor slow.
+            record["status"] = "not-measured"
         elif record["status"] == "ok" and record["throughput"] is None:
             record["status"] = "no-measurement"
         elif record["status"] == "ok" and record["health_failing"]:
@@ -328,6 +361,7 @@ def render_markdown(
             for cause in (record["throughput"] or {}).get("diagnosis") or []:
                 lines.append(f"  - {cause}")
         lines.append("")
+    lines.extend(_hosts_section(hosts))
     lines.append("## Throughput per host and mode")
     lines.append("")
     lines.append(
@@ -392,6 +426,55 @@ def _peer_section(hosts: Dict[str, Dict[str, Any]]) -> List[str]:
     if flagged:
         lines.append("")
         lines.extend(flagged)
+    return lines
+
+
+def _hosts_section(hosts: Dict[str, Dict[str, Any]]) -> List[str]:
+    """Every host with its stack (drift from the fleet's majority in bold), then each
+    cause once with the hosts it affects."""
+    stack = fleet_stack(hosts)
+    lines = ["## Hosts", ""]
+    majority = stack["majority"]
+    if majority:
+        lines.append(
+            "Fleet majority: "
+            + ", ".join(f"{STACK_LABELS[f]} {majority[f]}" for f in STACK_FIELDS if f in majority)
+            + ". A value that differs from it is in bold."
+        )
+        lines.append("")
+    lines.append(
+        "| host | status | instance type | GPU model | GPUs | driver | CUDA (driver) | torch "
+        "| why |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for name in sorted(hosts):
+        mine = stack["stacks"][name]
+        drift = stack["drift"].get(name, [])
+
+        def cell(field: str, mine: Dict[str, Any] = mine, drift: List[str] = drift) -> str:
+            value = mine.get(field)
+            text = "-" if value in (None, "") else str(value)
+            return f"**{text}**" if field in drift else text
+
+        reason = _host_reason(hosts[name]).replace("|", "\\|")
+        lines.append(
+            f"| {name} | {hosts[name]['status']} | {cell('instance_type')} "
+            f"| {cell('gpu_model')} | {cell('gpu_count')} | {cell('driver')} | {cell('cuda')} "
+            f"| {cell('torch')} | {reason} |"
+        )
+    lines.append("")
+    causes = group_causes(hosts)
+    if causes:
+        lines.append("## Causes")
+        lines.append("")
+        for cause in causes:
+            head = f"`{cause['code']}`: " if cause["code"] else ""
+            lines.append(
+                f"- {head}{cause['message']} ({len(cause['hosts'])} host"
+                + ("" if len(cause["hosts"]) == 1 else "s")
+                + f": {', '.join(cause['hosts'])})"
+            )
+        lines.append("")
     return lines
 
 
@@ -526,6 +609,33 @@ def html_rows(hosts: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
                     + (judged_gpu.get("reason") or judged_gpu.get("status") or ""),
                 }
             )
+    # Every host is in the table and the bars: one without a judged mode (failed,
+    # unreachable, not run, not measured) has one row, its status and why.
+    judged = {r["host"] for r in host_rows}
+    for name in sorted(set(hosts) - judged):
+        record = hosts[name]
+        host_rows.append(
+            {
+                "host": name,
+                "gpu": host_stack(record)["gpu_model"] or "",
+                "mode": "-",
+                "batch": None,
+                "img_s": None,
+                "reference": None,
+                "ratio": None,
+                "status": record["status"],
+                "source": "",
+                "peers": {},
+                "peer_median": None,
+                "peer_ratio": None,
+                "peer_count": None,
+                "peer_verdict": None,
+                "host_status": record["status"],
+                "causes": [_host_reason(record)],
+                "hover": f"host {record['status']}: {_host_reason(record)}",
+                **_health_codes(record),
+            }
+        )
     for record in hosts.values():
         if record["status"] == "ok":
             continue
@@ -560,17 +670,411 @@ def html_rows(hosts: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         for g in _peer_groups(hosts)
         if not g["baseline"]
     ]
+    stack = fleet_stack(hosts)
     return {
         "host_rows": host_rows,
         "gpu_rows": gpu_rows,
         "attention": attention,
         "counts": counts,
         "peer_notes": peer_notes,
+        "fleet_rows": host_table(hosts),
+        "heatmap": heatmap(hosts),
+        "causes": group_causes(hosts),
+        "majority": stack["majority"],
     }
 
 
-def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
-    """index.html: Plotly figures and a sortable table, one file that works offline."""
+# --- the fleet page's host table, stack drift, grouped causes, heatmap and comparison
+
+STACK_FIELDS = ("driver", "cuda", "torch", "gpu_model", "gpu_count")
+STACK_LABELS = {
+    "driver": "driver",
+    "cuda": "CUDA (driver)",
+    "torch": "torch",
+    "gpu_model": "GPU model",
+    "gpu_count": "GPUs",
+}
+# Hostvars that name a host's instance type, first found wins; else the DMI product name
+# of an EC2 host (Nitro instances report their type there, e.g. "p4d.24xlarge").
+INSTANCE_TYPE_VARS = ("kindling_instance_type", "instance_type", "ec2_instance_type")
+UNMEASURED = ("failed", "unreachable", "not-run", "not-measured", "no-measurement")
+
+
+def host_stack(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A host's driver, CUDA, torch, GPU model and count, and instance type (None where
+    unknown), from its nvidia_smi and torch_cuda facts (those the report carries)."""
+    smi = record.get("nvidia_smi") if isinstance(record.get("nvidia_smi"), dict) else {}
+    tc = record.get("torch_cuda") if isinstance(record.get("torch_cuda"), dict) else {}
+    gpus = [g for g in smi.get("gpus") or [] if isinstance(g, dict)]
+    names = sorted({str(g["name"]) for g in gpus if g.get("name")})
+    tp = record.get("throughput") or {}
+    count = smi.get("gpu_count") if isinstance(smi.get("gpu_count"), int) else None
+    if gpus and count is None:
+        count = len(gpus)
+    if not smi.get("present", True) and not gpus:
+        count = 0 if "present" in smi else None
+    return {
+        "driver": smi.get("driver_version"),
+        "cuda": smi.get("cuda_driver_version") or smi.get("cuda_version"),
+        "torch": tc.get("torch_version") or tc.get("version"),
+        "gpu_model": ", ".join(names) or tp.get("gpu_name") or None,
+        "gpu_count": count,
+        "instance_type": record.get("instance_type"),
+    }
+
+
+def fleet_stack(hosts: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The fleet's majority per stack field (among hosts where it is known), and per host
+    the fields that differ from it: ``{majority: {...}, drift: {host: [field, ...]}}``.
+    A field with a tie for the most hosts has no majority, and no host drifts on it."""
+    stacks = {name: host_stack(record) for name, record in hosts.items()}
+    majority: Dict[str, Any] = {}
+    for field in STACK_FIELDS:
+        counts: Dict[Any, int] = {}
+        for stack in stacks.values():
+            if stack[field] not in (None, ""):
+                counts[stack[field]] = counts.get(stack[field], 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
+            majority[field] = ranked[0][0]
+    drift = {
+        name: [
+            f
+            for f in STACK_FIELDS
+            if f in majority and stack[f] not in (None, "") and stack[f] != majority[f]
+        ]
+        for name, stack in stacks.items()
+    }
+    return {"majority": majority, "drift": {h: d for h, d in drift.items() if d}, "stacks": stacks}
+
+
+def _strip_hosts(text: str, names: Iterable[str]) -> str:
+    for name in sorted(names, key=len, reverse=True):
+        text = text.replace(name, "<host>")
+    return " ".join(text.split())
+
+
+def host_causes(record: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A host's causes, each ``{code, gpu, message, remedy}``: the throughput result's
+    ``causes`` where it has them, else its ``diagnosis`` lines (code None), then its
+    failing health codes and its errors (failed or unreachable)."""
+    tp = record.get("throughput") or {}
+    out: List[Dict[str, Any]] = []
+    causes = tp.get("causes")
+    if isinstance(causes, list) and causes:
+        for c in causes:
+            if isinstance(c, dict) and (c.get("code") or c.get("message")):
+                out.append(
+                    {
+                        "code": c.get("code"),
+                        "gpu": c.get("gpu"),
+                        "message": str(c.get("message") or c.get("code")),
+                        "remedy": c.get("remedy"),
+                    }
+                )
+    else:
+        for line in tp.get("diagnosis") or []:
+            out.append({"code": None, "gpu": None, "message": str(line), "remedy": None})
+    for row in record.get("health") or []:
+        if row.get("severity") == FAILING:
+            out.append(
+                {
+                    "code": row["code"],
+                    "gpu": row.get("gpu"),
+                    "message": str(row.get("message") or row["code"]),
+                    "remedy": row.get("remediation"),
+                }
+            )
+    for error in record.get("errors") or []:
+        code = "host-unreachable" if record.get("status") == "unreachable" else None
+        out.append({"code": code, "gpu": None, "message": str(error), "remedy": None})
+    return out
+
+
+def group_causes(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One entry per cause with the hosts it affects, most hosts first: grouped by its
+    ``code`` where it has one, else by its message with the host names taken out.
+    Each ``{key, code, message, remedy, hosts, gpus: {host: [gpu, ...]}}``."""
+    names = list(hosts)
+    groups: Dict[str, Dict[str, Any]] = {}
+    for name in sorted(hosts):
+        for cause in host_causes(hosts[name]):
+            message = _strip_hosts(cause["message"], names)
+            key = cause["code"] or message
+            group = groups.setdefault(
+                key,
+                {
+                    "key": key,
+                    "code": cause["code"],
+                    "message": message,
+                    "remedy": cause.get("remedy"),
+                    "hosts": [],
+                    "gpus": {},
+                },
+            )
+            if name not in group["hosts"]:
+                group["hosts"].append(name)
+            if cause.get("gpu") is not None:
+                gpus = group["gpus"].setdefault(name, [])
+                if cause["gpu"] not in gpus:
+                    gpus.append(cause["gpu"])
+    return sorted(groups.values(), key=lambda g: (-len(g["hosts"]), g["key"]))
+
+
+def _median(values: List[float]) -> Optional[float]:
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _host_reason(record: Dict[str, Any]) -> str:
+    tp = record.get("throughput") or {}
+    if record["status"] in ("failed", "unreachable", "not-run") and record.get("errors"):
+        return "; ".join(record["errors"])
+    if record["status"] == "not-run":
+        return "in the inventory, but the play never reached it"
+    if record["status"] == "no-measurement":
+        return "no throughput result (the check did not run on it)"
+    return _why(record) if record["status"] != "ok" else (tp.get("summary") or "")
+
+
+def heatmap(hosts: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """Host x GPU cells of img/s relative to the reference, or to the fleet median of the
+    same GPU model and mode where the table has no reference (``basis`` says which).
+
+    ``cells[host][gpu][mode] = {value, img_s, basis, status}``; a host measured as a whole
+    (no per-GPU result) has its one value at GPU 0. ``hosts`` lists every host, worst
+    first: unmeasured hosts (with their status) at the top, then by their lowest value."""
+    per: List[Dict[str, Any]] = []
+    for name, record in hosts.items():
+        tp = record.get("throughput") or {}
+        gpus = [g for g in tp.get("gpus") or [] if isinstance(g, dict) and g.get("modes")]
+        if gpus:
+            for gpu in gpus:
+                for mode, j in gpu["modes"].items():
+                    if isinstance(j, dict):
+                        per.append(dict(j, host=name, gpu=gpu.get("index"), mode=mode))
+        else:
+            for mode, j in (tp.get("judgement") or {}).items():
+                if isinstance(j, dict):
+                    per.append(dict(j, host=name, gpu=0, mode=mode))
+    medians: Dict[Any, Optional[float]] = {}
+    for p in per:
+        key = ((hosts[p["host"]].get("throughput") or {}).get("gpu_key"), p["mode"])
+        if key not in medians:
+            medians[key] = _median(
+                [
+                    float(q["img_s"])
+                    for q in per
+                    if q["mode"] == p["mode"]
+                    and (hosts[q["host"]].get("throughput") or {}).get("gpu_key") == key[0]
+                    and isinstance(q.get("img_s"), (int, float))
+                ]
+            )
+    cells: Dict[str, Dict[int, Dict[str, Any]]] = {name: {} for name in hosts}
+    modes: List[str] = []
+    for p in per:
+        if p["mode"] not in modes:
+            modes.append(p["mode"])
+        img_s = p.get("img_s") if isinstance(p.get("img_s"), (int, float)) else None
+        key = ((hosts[p["host"]].get("throughput") or {}).get("gpu_key"), p["mode"])
+        ref = p.get("reference") if isinstance(p.get("reference"), (int, float)) else None
+        if img_s is not None and ref:
+            value, basis = img_s / ref, "reference"
+        elif img_s is not None and medians.get(key):
+            value, basis = img_s / medians[key], "fleet median"
+        else:
+            value, basis = None, "not measured"
+        gpu = int(p["gpu"]) if isinstance(p.get("gpu"), int) else 0
+        cells[p["host"]].setdefault(gpu, {})[p["mode"]] = {
+            "value": round(value, 3) if value is not None else None,
+            "img_s": img_s,
+            "basis": basis,
+            "status": p.get("status"),
+        }
+    stacks = {name: host_stack(record) for name, record in hosts.items()}
+    width = max(
+        [len(c) for c in cells.values()]
+        + [max(c) + 1 for c in cells.values() if c]
+        + [s["gpu_count"] or 0 for s in stacks.values()]
+        + [1]
+    )
+
+    def worst(name: str) -> Tuple[int, float, str]:
+        values = [
+            m["value"]
+            for gpu in cells[name].values()
+            for m in gpu.values()
+            if m["value"] is not None
+        ]
+        return (0 if not values else 1, min(values) if values else 0.0, name)
+
+    order = sorted(hosts, key=worst)
+    return {
+        "hosts": order,
+        "status": {name: hosts[name]["status"] for name in order},
+        "reason": {name: _host_reason(hosts[name]) for name in order},
+        "gpu_counts": {name: stacks[name]["gpu_count"] for name in order},
+        "width": width,
+        "modes": modes,
+        "cells": cells,
+    }
+
+
+def host_table(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One row per host, every host (failed, unreachable and not run too): its status and
+    reason, its stack with the fields that differ from the fleet's majority, its lowest
+    ratio and its cause codes."""
+    stack = fleet_stack(hosts)
+    cells = heatmap(hosts)["cells"]
+    rows = []
+    for name in sorted(hosts):
+        record = hosts[name]
+        values = [
+            m["value"] for g in cells[name].values() for m in g.values() if m["value"] is not None
+        ]
+        rows.append(
+            dict(
+                stack["stacks"][name],
+                host=name,
+                status=record["status"],
+                reason=_host_reason(record),
+                drift=stack["drift"].get(name, []),
+                worst=min(values) if values else None,
+                modes=len((record.get("throughput") or {}).get("judgement") or {}),
+                causes=sorted({c["code"] or c["message"][:60] for c in host_causes(record)}),
+                **_health_codes(record),
+            )
+        )
+    return rows
+
+
+def _mode_rates(record: Dict[str, Any]) -> Dict[str, float]:
+    out = {}
+    for mode, j in ((record.get("throughput") or {}).get("judgement") or {}).items():
+        if isinstance(j, dict) and isinstance(j.get("img_s"), (int, float)):
+            out[mode] = float(j["img_s"])
+    return out
+
+
+def previous_report(reports: Path, meta: Dict[str, Any], here: Path) -> Optional[Path]:
+    """The latest earlier report of the same inventory in the same reports folder."""
+    best: Optional[Tuple[str, Path]] = None
+    if not reports.is_dir():
+        return None
+    for path in reports.glob("*/results.json"):
+        if path.parent.resolve() == here.resolve():
+            continue
+        try:
+            other = json.loads(path.read_text(encoding="utf-8"))["meta"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        stamp = str(other.get("timestamp", ""))
+        if other.get("inventory") != meta.get("inventory") or not stamp < meta["timestamp"]:
+            continue
+        if best is None or stamp > best[0]:
+            best = (stamp, path)
+    return best[1] if best else None
+
+
+def compare(
+    hosts: Dict[str, Dict[str, Any]],
+    previous: Dict[str, Any],
+    margin: float = DEFAULT_MARGIN,
+) -> Dict[str, Any]:
+    """What changed since ``previous`` (an earlier results.json): the modes more than
+    ``margin`` slower (``{host, mode, before, now, ratio}``, slowest first), the hosts new
+    and gone, and the hosts whose status changed (``{host, before, now}``)."""
+    before = previous.get("hosts") or {}
+    slower = []
+    for name in sorted(set(hosts) & set(before)):
+        then, now = _mode_rates(before[name]), _mode_rates(hosts[name])
+        for mode in sorted(set(then) & set(now)):
+            if then[mode] > 0 and now[mode] / then[mode] < 1 - margin:
+                slower.append(
+                    {
+                        "host": name,
+                        "mode": mode,
+                        "before": then[mode],
+                        "now": now[mode],
+                        "ratio": round(now[mode] / then[mode], 3),
+                    }
+                )
+    changed = [
+        {"host": n, "before": before[n].get("status"), "now": hosts[n]["status"]}
+        for n in sorted(set(hosts) & set(before))
+        if before[n].get("status") != hosts[n]["status"]
+    ]
+    return {
+        "timestamp": (previous.get("meta") or {}).get("timestamp"),
+        "margin": margin,
+        "slower": sorted(slower, key=lambda s: (s["ratio"], s["host"], s["mode"])),
+        "new": sorted(set(hosts) - set(before)),
+        "gone": sorted(set(before) - set(hosts)),
+        "status": changed,
+    }
+
+
+def add_expected_hosts(
+    hosts: Dict[str, Dict[str, Any]], expected: Dict[str, Dict[str, Any]]
+) -> Dict[str, Dict[str, Any]]:
+    """Every host the play targets, from the inventory (``{host: hostvars}``): a host with
+    no event is ``not-run``; each gets its instance type where a hostvar names it."""
+    for name, hostvars in expected.items():
+        if name not in hosts:
+            hosts[name] = {
+                "host": name,
+                "status": "not-run",
+                "errors": [],
+                "nvidia_smi": None,
+                "torch_cuda": None,
+                "throughput": None,
+                "health": None,
+                "health_failing": [],
+                "health_line": "",
+                "peers": {},
+                "peer_verdicts": [],
+            }
+        for var in INSTANCE_TYPE_VARS:
+            if hostvars.get(var) and not hosts[name].get("instance_type"):
+                hosts[name]["instance_type"] = str(hostvars[var])
+    return hosts
+
+
+def inventory_hosts(
+    inventory: Path, pattern: str, limit: Optional[str] = None
+) -> Dict[str, Dict[str, Any]]:
+    """The hosts ``pattern`` matches in ``inventory`` with their variables ({} when the
+    inventory cannot be read here: the play's own events still name its hosts)."""
+    try:
+        from ansible.inventory.manager import InventoryManager
+        from ansible.parsing.dataloader import DataLoader
+        from ansible.vars.manager import VariableManager
+
+        loader = DataLoader()
+        manager = InventoryManager(loader=loader, sources=[str(inventory)])
+        if limit:
+            manager.subset(limit)
+        variables = VariableManager(loader=loader, inventory=manager)
+        out = {}
+        for host in manager.get_hosts(pattern):
+            values = variables.get_vars(host=host)
+            out[host.name] = {k: values.get(k) for k in INSTANCE_TYPE_VARS if k in values}
+        return out
+    except Exception:  # the report goes on without it
+        return {}
+
+
+def render_html(
+    hosts: Dict[str, Dict[str, Any]],
+    meta: Dict[str, Any],
+    links: Optional[Dict[str, str]] = None,
+    comparison: Optional[Dict[str, Any]] = None,
+) -> str:
+    """index.html: the summary and heatmap on the first screen, then the tables and bars.
+    ``links``: relative hrefs of plotly.js, the health codes' doc and the previous report."""
     import fleet_html  # plotly is imported there, only when the page is drawn
 
     margin = next((r.get("peer_margin") for r in hosts.values() if "peer_margin" in r), None)
@@ -578,19 +1082,60 @@ def render_html(hosts: Dict[str, Dict[str, Any]], meta: Dict[str, Any]) -> str:
         meta,
         margin=margin if margin is not None else DEFAULT_MARGIN,
         health_doc=HEALTH_DOC,
+        links=links or {},
+        comparison=comparison,
         **html_rows(hosts),
     )
 
 
-def write_reports(hosts: Dict[str, Dict[str, Any]], out_dir: Path, meta: Dict[str, Any]) -> Path:
+def write_shared(reports: Path) -> Dict[str, str]:
+    """What every report of a reports folder shares, written once into it: plotly.js
+    (``plotly-<version>.min.js``) and docs/HEALTH_CODES.md. Their names, relative to the
+    folder; a report links them as ``../NAME``, so the folder can be copied anywhere."""
+    import fleet_html
+
+    reports.mkdir(parents=True, exist_ok=True)
+    shared = {"plotly": fleet_html.plotly_file_name(), "health_doc": Path(HEALTH_DOC).name}
+    plotly_path = reports / shared["plotly"]
+    if not plotly_path.exists():
+        tmp = plotly_path.with_name(plotly_path.name + ".tmp")
+        tmp.write_text(fleet_html.plotly_js(), encoding="utf-8")
+        os.replace(tmp, plotly_path)
+    doc = (ROOT / HEALTH_DOC).read_text(encoding="utf-8")
+    doc_path = reports / shared["health_doc"]
+    if not doc_path.exists() or doc_path.read_text(encoding="utf-8") != doc:
+        doc_path.write_text(doc, encoding="utf-8")
+    return shared
+
+
+def write_reports(
+    hosts: Dict[str, Dict[str, Any]],
+    out_dir: Path,
+    meta: Dict[str, Any],
+    change_margin: float = DEFAULT_MARGIN,
+) -> Path:
+    """results.json, summary.md and index.html in ``out_dir`` (a folder of the reports
+    folder, its parent), compared with the previous report of the same inventory there."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    shared = write_shared(out_dir.parent)
+    earlier = previous_report(out_dir.parent, meta, out_dir)
+    comparison = None
+    if earlier is not None:
+        comparison = compare(hosts, json.loads(earlier.read_text(encoding="utf-8")), change_margin)
+        comparison["href"] = f"../{earlier.parent.name}/index.html"
     (out_dir / "results.json").write_text(
-        json.dumps({"meta": meta, "hosts": hosts}, indent=2, sort_keys=True) + "\n",
+        json.dumps(
+            {"meta": meta, "hosts": hosts, "comparison": comparison}, indent=2, sort_keys=True
+        )
+        + "\n",
         encoding="utf-8",
     )
-    health_doc = os.path.relpath(ROOT / HEALTH_DOC, out_dir.resolve())
+    health_doc = f"../{shared['health_doc']}"
     (out_dir / "summary.md").write_text(render_markdown(hosts, meta, health_doc), encoding="utf-8")
-    (out_dir / "index.html").write_text(render_html(hosts, meta), encoding="utf-8")
+    links = {"plotly": f"../{shared['plotly']}", "health_doc": health_doc}
+    (out_dir / "index.html").write_text(
+        render_html(hosts, meta, links, comparison), encoding="utf-8"
+    )
     return out_dir
 
 
@@ -603,12 +1148,58 @@ def _events_from_artifacts(artifacts: Path) -> List[Dict[str, Any]]:
     return events
 
 
+class ProgressPrinter:
+    """ansible-runner's event handler: while the play runs, print what a person needs.
+
+    The throughput check's progress comes from its poll events (``runner_retry`` of
+    gpu_throughput_progress) through module_utils/throughput_progress.py's
+    ``FleetProgress``, the lines the kindling_progress stdout callback prints under
+    ansible-playbook: per host, or one fleet line per poll above ``threshold`` hosts.
+    Besides: each play's name, and each host that fails or is unreachable, when it
+    happens. Every event is kept (the handler returns True)."""
+
+    def __init__(self, out: Any = None, threshold: int = FLEET_THRESHOLD) -> None:
+        self.out = out if out is not None else sys.stdout
+        self.threshold = threshold
+        self.progress = FleetProgress(threshold)
+
+    def _print(self, text: str) -> None:
+        print(f"fleet report: {text}", file=self.out, flush=True)
+
+    def __call__(self, event: Dict[str, Any]) -> bool:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        action = _action(data)
+        res = data.get("res") or {}
+        if kind == "playbook_on_play_start":
+            self._print(f"play {data.get('play') or data.get('name') or ''}".rstrip())
+        elif kind == "playbook_on_task_start" and action == "gpu_throughput":
+            self.progress = FleetProgress(self.threshold)
+        elif kind == "runner_on_unreachable" and host:
+            self._print(f"{host} unreachable: {res.get('msg', '')}".rstrip())
+        elif kind == "runner_on_failed" and host and not data.get("ignore_errors"):
+            self._print(f"{host} failed at {data.get('task', action)}: {res.get('msg', '')}")
+        elif kind == "runner_on_ok" and host and action == "gpu_throughput":
+            self.progress.started(host)
+        elif kind == "runner_retry" and host and action in PROGRESS_ACTIONS:
+            text = self.progress.polled(host, res)
+            if text:
+                self._print(text)
+        elif kind == "runner_on_ok" and host and action in PROGRESS_ACTIONS:
+            text = self.progress.finished(host, res)
+            if text:
+                self._print(text)
+        return True
+
+
 def run_playbook(
     inventory: Path,
     playbook: Path,
     extravars: Dict[str, Any],
     private_dir: Path,
     limit: Optional[str],
+    event_handler: Optional[Any] = None,
 ) -> List[Dict[str, Any]]:
     import ansible_runner
 
@@ -623,9 +1214,13 @@ def run_playbook(
         "ANSIBLE_LIBRARY": str(ROOT / "library"),
         "ANSIBLE_MODULE_UTILS": str(ROOT / "module_utils"),
         # ansible-runner sets ANSIBLE_CALLBACK_PLUGINS to its own folder, which hides
-        # ansible.cfg's callback_plugins: name ours here (runner appends its folder), or
-        # kindling_progress is skipped and the check's progress lines are lost.
+        # ansible.cfg's callback_plugins: name ours here (runner appends its folder).
         "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "callback_plugins"),
+        # Runner's stdout callback (awx_display) writes the job events and subclasses the
+        # one named here (runner reads it from the environment only): kindling_progress,
+        # so the artifacts' stdout has progress lines too, and no "FAILED - RETRYING".
+        # The terminal gets the same lines from ProgressPrinter (quiet=True below).
+        "ANSIBLE_STDOUT_CALLBACK": "kindling_progress",
     }
     runner = ansible_runner.run(
         private_data_dir=str(private_dir),
@@ -636,6 +1231,9 @@ def run_playbook(
         envvars=env,
         limit=limit,
         quiet=True,
+        # quiet keeps runner's copy of the play's output off the terminal; the progress
+        # comes from the events instead, as they arrive.
+        event_handler=event_handler or ProgressPrinter(),
     )
     events = list(runner.events)
     if runner.rc not in (0, 2, 4) and not any(
@@ -704,6 +1302,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--peer-margin must be between 0 and 1, got {args.peer_margin}")
     hosts: Optional[Dict[str, Dict[str, Any]]] = None
     earlier_meta: Optional[Dict[str, Any]] = None
+    expected: Dict[str, Dict[str, Any]] = {}
     if args.from_results:
         try:
             earlier = json.loads(args.from_results.read_text(encoding="utf-8"))
@@ -724,22 +1323,28 @@ def main(argv: Optional[List[str]] = None) -> int:
             parser.error(f"inventory {args.inventory} does not exist")
         private = out_dir / "runner"
         private.mkdir(parents=True, exist_ok=True)
-        events = run_playbook(
+        extravars = _parse_extravars(args.extra_vars)
+        # Every host the play targets, read before it runs: one it never reaches is
+        # still a row of the report ("not-run"), with its instance type where known.
+        expected = inventory_hosts(
             args.inventory.resolve(),
-            args.playbook.resolve(),
-            _parse_extravars(args.extra_vars),
-            private,
+            str(extravars.get("kindling_target_hosts") or "gpu_hosts"),
             args.limit,
+        )
+        print(f"fleet report: {len(expected)} hosts in {args.inventory}", flush=True)
+        events = run_playbook(
+            args.inventory.resolve(), args.playbook.resolve(), extravars, private, args.limit
         )
         inventory = str(args.inventory)
     if hosts is None:
         hosts = collect(events, args.peer_margin)
+        add_expected_hosts(hosts, expected)
     meta = earlier_meta or {
         "timestamp": stamp,
         "inventory": inventory,
         "playbook": os.path.relpath(args.playbook, ROOT),
     }
-    write_reports(hosts, out_dir, meta)
+    write_reports(hosts, out_dir, meta, args.peer_margin)
     bad = sorted(h for h, r in hosts.items() if r["status"] not in ("ok",))
     print(
         f"fleet report: {out_dir} ({len(hosts)} hosts"

@@ -3,6 +3,7 @@
 package. Opens a page, evaluates JavaScript in it, clicks, and takes screenshots.
 
     python tools/headless.py reports/<stamp>/index.html docs/images/fleet-report.png
+    python tools/headless.py --width 1920 --height 1080 --first-screen PAGE PNG
 
 With ``--remote-debugging-pipe`` Chromium reads protocol commands from its fd 3 and writes
 replies and events to its fd 4, each message JSON ending in a NUL byte. The fleet report's
@@ -234,6 +235,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument(
+        "--first-screen",
+        action="store_true",
+        help="only the first screen (width x height), not the whole page",
+    )
+    parser.add_argument(
         "--wait-for",
         default="document.readyState === 'complete'",
         help="JavaScript expression to wait for before the screenshot",
@@ -242,7 +248,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     with Browser(args.width, args.height) as browser:
         browser.open(args.page.resolve().as_uri())
         browser.wait_for(args.wait_for)
-        browser.screenshot(args.png)
+        browser.screenshot(args.png, full_page=not args.first_screen)
     print(f"screenshot: {args.png}")
     return 0
 

@@ -112,6 +112,56 @@ def derived_tables() -> list[str]:
     return lines
 
 
+def common_cards_table() -> list[str]:
+    """The quick modes of the common cards: every reference, its kind and derivation."""
+    lines = [
+        "| card (nvidia-smi name) | key | mode | img/s | kind | judged at | derivation or source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in CATALOGUE["throughput_gpus"]["common_cards"]:
+        key = ref.gpu_model_key(name)
+        for mode in CATALOGUE["throughput_gpus"]["quick_modes"]:
+            row = ref.reference_for(key, mode)
+            if row is None:
+                lines.append(f"| {name} | {key} | {mode} | - | none | - | - |")
+                continue
+            if row["basis"] == "derived":
+                factor = row["tolerance_factor"]
+                kind = f"derived ({row['derivation']['kind'].replace('_', ' ')})"
+                judged = f"{ref.DEFAULT_TOLERANCE * factor:.0%} (x{factor:.2f})"
+                text = f"{row['note']}; error bound: {row['derivation']['error_bound']}"
+            else:
+                kind, judged = "measured", f"{ref.DEFAULT_TOLERANCE:.0%}"
+                text = f"{row['source']}: {row['note']}"
+            lines.append(
+                f"| {name} | {key} | {mode} | {_int(row['img_s'])} | {kind} | {judged} | "
+                f"{_cell(text)} |"
+            )
+    return lines
+
+
+def leave_one_out_table() -> list[str]:
+    factors = ref.mode_ratio_factors()
+    lines = [
+        "| GPU key | mode | measured | derived from the others | error | donors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in ref.leave_one_out(factors):
+        same = "" if row["same_architecture"] else " (nearest architecture)"
+        lines.append(
+            f"| {row['gpu']} | {row['mode']} | {_int(row['measured'])} | {_int(row['derived'])} | "
+            f"{row['error']:+.1%}{same} | {_cell(row['text'])} |"
+        )
+    lines += [
+        "",
+        "Tolerance factor of a same-architecture mode ratio, per mode (the worst leave-one-out "
+        "measured / derived ratio): "
+        + ", ".join(f"{mode} x{factor:.2f}" for mode, factor in sorted(factors.items()))
+        + f"; never below x{ref.MIN_TOLERANCE_FACTOR:.2f} (at most {ref.MAX_WIDENING:g}x wider).",
+    ]
+    return lines
+
+
 def datasheet_table() -> list[str]:
     lines = [
         "| GPU key | nvidia-smi name words | fp32 | tf32 | bf16 | fp16 | GB/s | source |",
@@ -139,15 +189,54 @@ def table() -> str:
         "lambda_v1",
         "lambda_v2",
         "lambda_a100_sxm4_40gb",
+        "lambda_gh200",
         "dle_resnet50",
+        "kindling_h100_20261205",
     )
     lines = [
+        "The quick modes of the common cards (`throughput_gpus.common_cards`), each judged",
+        "against a measured or a derived reference. A derived one is the card's own measured",
+        "reference in another mode times the ratio of the two modes on the cards of its",
+        "architecture that measure both (geometric mean; each donor's pair from one harness",
+        "where it has one); a card with no measured row starts from its datasheet-derived",
+        "reference; with no donor of its own architecture, the nearest architecture's (Turing:",
+        "Volta, Ada: Ampere, Blackwell: Hopper) at the widest tolerance; the A10G takes the",
+        "A10's references. Its tolerance is the measured tolerance x its factor, at most 1.5x",
+        "wider.",
+        "",
+        "- Peaks carry the ratio. Where the two modes run at different precisions (fp32",
+        "  against tf32 or fp16), a donor's measured ratio is read as the share s of its",
+        "  base-mode step that runs at the base precision's peak (1 / ratio = 1 + s (k - 1), k",
+        "  the datasheet peak of the base precision over the mode's), and the card's ratio is",
+        "  1 / (1 + s (k_card - 1)). The A100's fp32 is 1/8 of its tf32 (measured fp32 / tf32",
+        "  0.41); an L4's and L40S's is 1/2 (carried: 0.83), an RTX 4090's 1/1 (carried: 1.0).",
+        "  Without both datasheet figures, or with the same k, the donor's ratio stays as",
+        "  measured.",
+        "- A measured row that is a floor the harness set (`calibrates: false`, the B200's",
+        "  Lambda rows) is no base: the B200's fp32 and amp_fp16_cl start from its datasheet",
+        "  model.",
+        "- In fp32 (the FMA units; every measured card reaches 37-58% of its peak) a derived",
+        "  reference never asks for a larger share of the card's peak than the best measured",
+        "  row (`mfu_cap_modes`); the tensor modes spread too far (12-32%) for such a cap.",
+        "- A successor card of the same segment (T4 -> L4 -> L40S, A100 80GB -> H100 SXM ->",
+        "  H200 -> B200) is not slower in any quick mode, except where the successor's own",
+        "  measured row says so (B200 amp_fp16: Lambda's NCHW floor, 3,076 against the H200's",
+        "  3,096); tests/unit/test_reference_coverage.py holds it.",
+        "",
+        *common_cards_table(),
+        "",
+        "Leave-one-out: each measured row of a quick mode that has a derivation path without it,",
+        "derived from the other rows (the test holds every error within 25%):",
+        "",
+        *leave_one_out_table(),
+        "",
         "Measured references, img/s per GPU at 224x224 (the first row of a GPU and mode is its",
         "reference; later rows are alternatives):",
         "",
         *measured_table(),
         "",
-        "Where no row measures a GPU in `amp_fp16` or `tf32`, the module derives a reference from",
+        "Where no row measures a GPU in `tf32`, or in `amp_fp16` and no mode ratio carries one of",
+        "its measured rows to it, the module derives a reference from",
         "the GPU's datasheet. Each model is fitted in logs on one harness's rows (Lambda's: the",
         "same program and software for every card), and its tolerance is widened by its own",
         "leave-one-out error. Lambda's NCHW AMP and TF32 runs agree with this project's program on",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 
@@ -100,28 +101,40 @@ def test_collect_classifies_every_host():
 def test_reports_name_the_slow_host_and_why(tmp_path):
     hosts = fleet_report.collect(EVENTS)
     meta = {"timestamp": "20261129T000000Z", "inventory": "inv", "playbook": "playbooks/verify.yml"}
-    fleet_report.write_reports(hosts, tmp_path, meta)
-    data = json.loads((tmp_path / "results.json").read_text())
+    out = tmp_path / "reports" / "run"
+    fleet_report.write_reports(hosts, out, meta)
+    data = json.loads((out / "results.json").read_text())
     assert data["hosts"]["slow"]["status"] == "slow"
-    md = (tmp_path / "summary.md").read_text()
+    md = (out / "summary.md").read_text()
     assert "| slow | NVIDIA H200 | amp_fp16_cl | 256 | 2100 | 5781 | 0.36 | fail |" in md
     assert "- **slow** (slow)" in md and "PCIe link runs at gen 3" in md
-    page = (tmp_path / "index.html").read_text()
-    # One offline file: no script, style or image fetched from anywhere.
-    assert "<script src" not in page and "<link" not in page and "<img" not in page
-    assert page.count('id="hosts-figure"') == 1 and 'id="gpus-figure"' in page
+    page = (out / "index.html").read_text()
+    # Offline: no style or image fetched, and plotly.js once per reports folder, beside
+    # the report's folder, loaded relatively.
+    assert "<link" not in page and "<img" not in page
+    (script,) = re.findall(r'<script src="([^"]+)"', page)
+    assert re.fullmatch(r"\.\./plotly-\d+\.\d+\.\d+\.min\.js", script)
+    assert (out / script).resolve().stat().st_size > 1_000_000
+    assert len(page) < 200_000  # not 4.8 MB of plotly.js inline
+    assert page.count('id="hosts-figure"') == 1 and 'id="heatmap-figure"' in page
     # The table starts with the slowest row, and the attention list names why.
-    body = page.split('<table id="hosts-table">')[1].split("<tbody>")[1]
+    body = page.split('<table id="hosts-table" class="sortable">')[1].split("<tbody>")[1]
     assert body.startswith('<tr class="fail"><td>slow</td>')
     assert '<li data-host="slow"><b>slow</b> <span class="status slow">slow</span>' in page
     assert '<li data-host="gone"><b>gone</b> <span class="status unreachable">' in page
     assert "PCIe link runs at gen 3" in page
     # What the page draws: a bar per host and mode, with its reference and causes.
     drawn = fleet_report.html_rows(hosts)
+    # Every host has a row: those without a measurement one, with their status and why.
     assert [(r["host"], r["img_s"], r["reference"]) for r in drawn["host_rows"]] == [
         ("fast", 5800.0, 5781.0),
         ("slow", 2100.0, 5781.0),
+        ("broken", None, None),
+        ("gone", None, None),
+        ("tolerated", None, None),
     ]
+    gone = next(r for r in drawn["host_rows"] if r["host"] == "gone")
+    assert gone["status"] == "unreachable" and "ssh: connect" in gone["causes"][0]
     slow = next(r for r in drawn["host_rows"] if r["host"] == "slow")
     assert slow["causes"][0].startswith("GPU 0's PCIe link runs at gen 3 x16")
     assert slow["host_status"] == "slow" and drawn["gpu_rows"] == []
@@ -248,7 +261,6 @@ def test_collect_gives_each_host_its_health_codes():
         "row-remap-pending",
         "ecc-uncorrected-volatile",
         "thermal-slowdown",
-        "power-slowdown",
     ]
     assert [r["code"] for r in hosts["lost"]["health"]] == ["xid-79"]
     assert hosts["lost"]["health"][0]["where"] == "no GPU index"
@@ -263,15 +275,16 @@ def test_collect_gives_each_host_its_health_codes():
 def test_reports_show_the_health_codes_beside_the_verdict(tmp_path):
     hosts = fleet_report.collect(HEALTH_EVENTS + EVENTS)
     meta = {"timestamp": "20261129T000000Z", "inventory": "inv", "playbook": "playbooks/verify.yml"}
-    fleet_report.write_reports(hosts, tmp_path, meta)
+    out = tmp_path / "reports" / "run"
+    fleet_report.write_reports(hosts, out, meta)
 
-    data = json.loads((tmp_path / "results.json").read_text())
+    data = json.loads((out / "results.json").read_text())
     xid = data["hosts"]["xid"]
     assert xid["status"] == "unhealthy" and xid["health_failing"] == ["xid-79"]
     assert {"code", "gpu", "severity", "message", "remediation"} <= set(xid["health"][0])
     assert data["hosts"]["fast"]["health"] is None  # its facts carry no findings at all
 
-    md = (tmp_path / "summary.md").read_text()
+    md = (out / "summary.md").read_text()
     # The health column sits beside the verdict; failing codes are bold, notes plain.
     assert "| verdict | vs peers | health | source |" in md
     assert (
@@ -314,7 +327,7 @@ def test_reports_show_the_health_codes_beside_the_verdict(tmp_path):
     assert "- No findings: clean." in findings
     assert "- No nvidia-smi findings reported: broken, fast, gone, slow, tolerated." in findings
 
-    page = (tmp_path / "index.html").read_text()
+    page = (out / "index.html").read_text()
     # The table's health cell: failing codes in bold, notes plain; the attention list
     # carries each failing code with its message.
     assert '<td data-sort="xid-79"><b>xid-79</b>, xid-13</td>' in page
@@ -437,8 +450,9 @@ def test_the_fleet_is_its_own_baseline(tmp_path):
     assert fleet_report.collect(events, peer_margin=0.25)["h200-d"]["status"] == "ok"
 
     meta = {"timestamp": "20261201T000000Z", "inventory": "inv", "playbook": "playbooks/verify.yml"}
-    fleet_report.write_reports(hosts, tmp_path, meta)
-    md = (tmp_path / "summary.md").read_text()
+    out = tmp_path / "reports" / "run"
+    fleet_report.write_reports(hosts, out, meta)
+    md = (out / "summary.md").read_text()
     attention = md.split("## Hosts that need attention")[1].split("## Throughput")[0]
     assert (
         "- **h200-d** (outlier): pass: amp_fp16_cl 5000.0 img/s; trails-peers: h200-d" in attention
@@ -448,7 +462,7 @@ def test_the_fleet_is_its_own_baseline(tmp_path):
     assert "| h200 | amp_fp16_cl | 4 | 6,145 | 5,000 | 6,160 | h200-d |" in peers
     assert "- t4 / amp_fp16_cl: one host of this model in the run, so no peer baseline" in peers
     assert "| t4-a | Tesla T4 | amp_fp16_cl | 256 | 480 |" in md and "| no peers |" in md
-    page = (tmp_path / "index.html").read_text()
+    page = (out / "index.html").read_text()
     assert '<b>h200-d</b> <span class="status outlier">outlier</span>' in page
     assert '<td data-sort="0.813">0.81 of 6,150 (n=3)</td>' in page
     assert ">no peers</td>" in page  # the T4
@@ -456,7 +470,7 @@ def test_the_fleet_is_its_own_baseline(tmp_path):
     d_row = next(r for r in drawn["host_rows"] if r["host"] == "h200-d")
     assert (d_row["peer_median"], d_row["peer_verdict"]) == (6150.0, "trails")
     assert d_row["causes"][0].startswith("trails-peers: h200-d amp_fp16_cl 5,000 img/s")
-    results = json.loads((tmp_path / "results.json").read_text())
+    results = json.loads((out / "results.json").read_text())
     assert results["hosts"]["h200-d"]["peers"]["amp_fp16_cl"]["peer_ratio"] == 0.813
 
 
@@ -516,7 +530,7 @@ def test_an_earlier_report_is_drawn_again_from_its_results(tmp_path, capsys):
         ["--from-results", str(tmp_path / "first" / "results.json"), "--reports", str(again)]
     )
     assert rc == 1  # the same hosts need attention as in the first run
-    (run_dir,) = again.iterdir()
+    (run_dir,) = [p for p in again.iterdir() if p.is_dir()]
     redrawn = json.loads((run_dir / "results.json").read_text())
     assert redrawn["hosts"] == json.loads(json.dumps(hosts))
     assert redrawn["meta"]["timestamp"] == "20261129T000000Z" and redrawn["meta"]["redrawn_at"]
@@ -526,3 +540,149 @@ def test_an_earlier_report_is_drawn_again_from_its_results(tmp_path, capsys):
         fleet_report.main(["--from-results", str(tmp_path / "bad.json"), "--reports", str(again)])
     assert exc.value.code == 2
     assert "not a fleet report's results.json" in capsys.readouterr().err
+
+
+# --- the fleet page: every host, its stack, causes grouped, the previous report
+
+
+def _smi(driver="580.159.04", gpus=8, name="NVIDIA H100 80GB HBM3"):
+    return {
+        "present": True,
+        "driver_version": driver,
+        "cuda_driver_version": "13.0",
+        "gpu_count": gpus,
+        "gpus": [{"index": i, "name": name} for i in range(gpus)],
+    }
+
+
+def test_stack_majority_and_drift():
+    hosts = {
+        "a": {"nvidia_smi": _smi(), "torch_cuda": {"torch_version": "2.11.0+cu130"}},
+        "b": {"nvidia_smi": _smi(), "torch_cuda": {"torch_version": "2.11.0+cu130"}},
+        "c": {"nvidia_smi": _smi("570.86.15", 4), "torch_cuda": {"torch_version": "2.11.0+cu130"}},
+        "gone": {"nvidia_smi": None, "torch_cuda": None},  # unknown: never drift
+    }
+    stack = fleet_report.fleet_stack(hosts)
+    assert stack["majority"] == {
+        "driver": "580.159.04",
+        "cuda": "13.0",
+        "torch": "2.11.0+cu130",
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 8,
+    }
+    assert stack["drift"] == {"c": ["driver", "gpu_count"]}
+    # A tie has no majority, and nobody drifts on that field.
+    tie = fleet_report.fleet_stack({k: hosts[k] for k in ("a", "c")})
+    assert "driver" not in tie["majority"] and tie["drift"] == {}
+
+
+def test_causes_are_grouped_by_code_else_by_message_without_host_names():
+    def host(name, causes=None, diagnosis=(), status="slow"):
+        tp = {"diagnosis": list(diagnosis)}
+        if causes is not None:
+            tp["causes"] = causes
+        return {"host": name, "status": status, "errors": [], "throughput": tp, "health": []}
+
+    busy = {"code": "gpu-busy-foreign-process", "gpu": 0, "message": "GPU 0 runs pid 7"}
+    hosts = {
+        "n1": host("n1", [busy, dict(busy, gpu=1)]),
+        "n2": host("n2", [busy]),
+        # An older report: diagnosis lines only, the host's name in the text.
+        "old1": host("old1", diagnosis=["old1: GPU 0 is held at a 500 W power limit."]),
+        "old2": host("old2", diagnosis=["old2: GPU 0 is held at a 500 W power limit."]),
+        "gone": {
+            "host": "gone",
+            "status": "unreachable",
+            "errors": ["unreachable: ssh: no route"],
+            "throughput": None,
+            "health": None,
+        },
+    }
+    groups = fleet_report.group_causes(hosts)
+    assert [(g["key"], g["hosts"]) for g in groups] == [
+        ("<host>: GPU 0 is held at a 500 W power limit.", ["old1", "old2"]),
+        ("gpu-busy-foreign-process", ["n1", "n2"]),
+        ("host-unreachable", ["gone"]),
+    ]
+    assert groups[1]["gpus"] == {"n1": [0, 1], "n2": [0]}
+
+
+def test_not_measured_not_run_and_the_instance_type():
+    busy = _judged("not_measured", 1.0, 5781.0, "not_run")
+    events = [
+        _event("runner_on_ok", "busy", "gpu_throughput", busy),
+        _event(
+            "runner_on_ok",
+            "ec2",
+            "setup",
+            {
+                "ansible_facts": {
+                    "ansible_system_vendor": "Amazon EC2",
+                    "ansible_product_name": "g5.xlarge",
+                }
+            },
+        ),
+        _event("runner_on_ok", "ec2", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    ]
+    hosts = fleet_report.collect(events)
+    assert hosts["busy"]["status"] == "not-measured"  # nothing measured: not "slow"
+    assert hosts["ec2"]["instance_type"] == "g5.xlarge"
+    fleet_report.add_expected_hosts(
+        hosts, {"ec2": {}, "late": {"kindling_instance_type": "p5.48xlarge"}}
+    )
+    assert hosts["late"]["status"] == "not-run" and hosts["late"]["instance_type"] == "p5.48xlarge"
+    rows = {r["host"]: r for r in fleet_report.host_table(hosts)}
+    assert set(rows) == {"busy", "ec2", "late"}
+    assert rows["late"]["reason"] == "in the inventory, but the play never reached it"
+    heat = fleet_report.heatmap(hosts)
+    assert heat["hosts"][-1] == "ec2" and heat["cells"]["ec2"][0]["amp_fp16_cl"]["basis"] == (
+        "reference"
+    )
+    md = fleet_report.render_markdown(hosts, {"timestamp": "t", "inventory": "i", "playbook": "p"})
+    assert "| late | not-run | p5.48xlarge |" in md
+
+
+def test_the_inventory_names_the_hosts_the_play_targets(tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n  children:\n    gpu_hosts:\n      hosts:\n"
+        "        g1: {kindling_instance_type: p4d.24xlarge}\n        g2: {}\n"
+        "    other:\n      hosts:\n        x1: {}\n"
+    )
+    assert fleet_report.inventory_hosts(inventory, "gpu_hosts") == {
+        "g1": {"kindling_instance_type": "p4d.24xlarge"},
+        "g2": {},
+    }
+    assert set(fleet_report.inventory_hosts(inventory, "gpu_hosts", limit="g2")) == {"g2"}
+    assert fleet_report.inventory_hosts(tmp_path / "missing.yml", "gpu_hosts") == {}
+
+
+def test_the_previous_report_of_the_same_inventory_is_compared(tmp_path):
+    reports = tmp_path / "reports"
+    meta = {"inventory": "inv", "playbook": "p"}
+    first = fleet_report.collect(
+        [_h200_host("a", 6100.0), _h200_host("b", 6150.0), _h200_host("old", 6150.0)]
+    )
+    fleet_report.write_reports(first, reports / "1", dict(meta, timestamp="20261201T000000Z"))
+    other = fleet_report.collect([_h200_host("a", 1000.0, status="fail")])
+    fleet_report.write_reports(
+        other, reports / "2", dict(meta, timestamp="20261201T120000Z", inventory="elsewhere")
+    )
+    now = fleet_report.collect(
+        [_h200_host("a", 5400.0), _h200_host("b", 6000.0), _h200_host("new", 6150.0)]
+    )
+    fleet_report.write_reports(now, reports / "3", dict(meta, timestamp="20261202T000000Z"))
+    data = json.loads((reports / "3" / "results.json").read_text())
+    comparison = data["comparison"]
+    assert comparison["timestamp"] == "20261201T000000Z" and comparison["href"] == "../1/index.html"
+    # a: 5,400 against 6,100 is 11% slower (beyond the 10% margin); b: 2.4%, within it.
+    assert [(s["host"], s["mode"], s["ratio"]) for s in comparison["slower"]] == [
+        ("a", "amp_fp16_cl", 0.885)
+    ]
+    assert comparison["new"] == ["new"] and comparison["gone"] == ["old"]
+    page = (reports / "3" / "index.html").read_text()
+    assert 'href="../1/index.html"' in page and 'href="../HEALTH_CODES.md"' in page
+    assert (reports / "HEALTH_CODES.md").read_text() == (
+        REPO_ROOT / "docs" / "HEALTH_CODES.md"
+    ).read_text()
+    assert json.loads((reports / "1" / "results.json").read_text())["comparison"] is None

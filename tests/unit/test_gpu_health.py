@@ -654,6 +654,13 @@ def _scenarios():
         )
     )
     yield ns.build_facts(H200_XML, kernel_log={"text": None, "source": None, "error": "denied"})
+    # CONSTRUCTED from the H200 capture: the power brake engaged, the limit lowered to 500 W
+    yield ns.build_facts(
+        H200_XML.replace(
+            "<clocks_event_reason_hw_power_brake_slowdown>Not Active<",
+            "<clocks_event_reason_hw_power_brake_slowdown>Active<",
+        ).replace("<current_power_limit>700.00 W<", "<current_power_limit>500.00 W<")
+    )
 
 
 def test_severity_of_every_emitted_finding_matches_the_registry():
@@ -695,9 +702,9 @@ def test_report_codes_put_failing_first_with_severity_and_remedy():
         ("row-remap-pending", 0, "failing"),
         ("ecc-uncorrected-volatile", 0, "failing"),
         ("thermal-slowdown", 0, "failing"),
-        ("power-slowdown", 0, "failing"),
         ("remapped-rows-uncorrectable", 0, "informational"),
         ("ecc-uncorrected-aggregate", 0, "informational"),
+        ("power-cap-reached", 0, "informational"),
         ("pcie-gen-idle-downtrain", 1, "informational"),
     ]
     for row in rows:
@@ -705,9 +712,9 @@ def test_report_codes_put_failing_first_with_severity_and_remedy():
         assert row["where"] == f"GPU {row['gpu']}" and row["message"].startswith(row["where"])
     assert gh.health_line(rows) == (
         "GPU health: FAILING pcie-link-degraded (GPU 0), row-remap-pending (GPU 0), "
-        "ecc-uncorrected-volatile (GPU 0), thermal-slowdown (GPU 0), power-slowdown (GPU 0); "
+        "ecc-uncorrected-volatile (GPU 0), thermal-slowdown (GPU 0); "
         "notes: remapped-rows-uncorrectable (GPU 0), ecc-uncorrected-aggregate (GPU 0), "
-        "pcie-gen-idle-downtrain (GPU 1)"
+        "power-cap-reached (GPU 0), pcie-gen-idle-downtrain (GPU 1)"
     )
 
 

@@ -76,7 +76,7 @@ CPU_ARGS = [
     "--threads", "1",
     "--modes", "fp32,tf32,amp_fp16,amp_bf16_cl,ddp",
     "--cudnn-heuristics", "amp_bf16_cl",
-    "--probes", "h2d,matmul,input_pipeline",
+    "--probes", "h2d,membw,matmul,input_pipeline",
     "--ddp-backend", "gloo",
     "--world-size", "2",
     "--num-workers", "0,2",
@@ -300,9 +300,13 @@ def test_gloo_ddp_with_two_processes(report: Dict[str, Any]) -> None:
 @pytest.mark.slow
 def test_probes(report: Dict[str, Any]) -> None:
     probes = report["probes"]
-    assert set(probes) == {"h2d", "matmul", "input_pipeline"}
+    assert list(probes) == ["h2d", "membw", "matmul", "input_pipeline"]
     h2d = probes["h2d"]
     assert h2d["status"] == "skipped" and "cpu" in h2d["reason"]
+    assert h2d["gb_s"] is None and h2d["d2h_gb_s"] is None and h2d["link_under_load"] is None
+    membw = probes["membw"]
+    assert membw["status"] == "skipped" and "cpu" in membw["reason"]
+    assert membw["size_mib"] == 1024 and membw["gb_s"] is None
     matmul = probes["matmul"]
     assert matmul["status"] == "ok" and matmul["size"] == 64 and matmul["device"] == "cpu"
     assert matmul["results"]["fp32"]["status"] == "ok"
@@ -608,7 +612,9 @@ def test_profiles(program: Any) -> None:
     quick = cli.resolve_plan(parser.parse_args([]))
     assert quick["profile"] == "quick" and quick["device"] == "cuda"
     assert quick["modes"] == ["fp32", "amp_fp16", "amp_fp16_cl"]
-    assert quick["probes"] == ["h2d"]
+    # The probes the floors judge (module_utils/gpu_floors.py).
+    assert quick["probes"] == ["h2d", "membw", "matmul"]
+    assert quick["membw_mib"] == 1024 and quick["h2d_mib"] == 512
     assert quick["batch_sizes"] == {"fp32": 256, "amp_fp16": 256, "amp_fp16_cl": 256}
     assert quick["cuda_graphs_modes"] == [] and quick["max_seconds"] == 85.0
     assert (quick["warmup"], quick["steps"], quick["windows"]) == (5, 5, 3)
@@ -831,9 +837,11 @@ def test_the_copied_artifact_is_complete(tmp_path: Path) -> None:
         imports = module_imports(path)
         for name in imports["relative"]:
             assert (copy / f"{name}.py").is_file(), f"{path.name} imports .{name}"
-        # torch, torchvision and numpy only where something is measured.
+        # torch, torchvision and numpy only where something is measured; pynvml
+        # (nvidia-ml-py) only where the h2d probe reads the PCIe link, and only if importable.
         assert imports["top"] <= stdlib, (path.name, imports["top"] - stdlib)
-        assert imports["lazy"] <= stdlib | {"torch", "torchvision", "numpy"}, path.name
+        lazy = stdlib | {"torch", "torchvision", "numpy", "pynvml"}
+        assert imports["lazy"] <= lazy, path.name
     # Both ways to run it, from the copy alone, without site-packages (no torch).
     bare = fake_python_without_torch(tmp_path)
     for argv, cwd in (([str(copy)], tmp_path), (["-m", "kindling_bench"], copy.parent)):

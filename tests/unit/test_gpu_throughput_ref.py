@@ -23,6 +23,7 @@ from ansible.module_utils.gpu_throughput_ref import (
     derived_model,
     derived_reference,
     diagnose,
+    diagnose_causes,
     failure_message,
     gpu_model_key,
     judge_mode,
@@ -170,7 +171,9 @@ def test_peak_tflops_and_mfu() -> None:
         assert len(row["source"]) > 20, key
         assert row["fp32"] > 0 and row.get("fp16", row["fp32"] + 1) > row["fp32"], key
     assert peak_tflops_arg("h200") == "bf16=989.5,fp16=989.5,fp32=67,tf32=494.5"
-    assert peak_tflops_arg("a10g") is None  # no datasheet: the A10G's rates are unpublished
+    # The A10G's tensor rates are unpublished: its datasheet row has FP32 only.
+    assert peak_tflops_arg("a10g") == "fp32=31.52"
+    assert peak_tflops_arg("quadro-rtx-8000") is None  # no datasheet row
     assert peak_tflops_arg("gtx-1080") is None
     assert mfu(6180, "h200", "fp16") == pytest.approx(6180 * FLOP_PER_IMAGE / 989.5e12, abs=1e-4)
     assert mfu(1064, "h200", "fp32") == pytest.approx(1064 * FLOP_PER_IMAGE / 67e12, abs=1e-4)
@@ -229,10 +232,8 @@ def test_unknown_gpu_or_mode_only_reports() -> None:
         assert entry["status"] == "not_run" and entry["ratio"] is None
         assert "no reference for geforce-rtx-4090" in entry["reason"]
     assert judged["not_run"] == ["fp32", "amp_fp16_cl"]
-    # A known GPU without a row for the mode: reported only.
-    assert judge_mode("h100-sxm", "amp_bf16_cl", {"status": "ok", "img_s": 1})["status"] == (
-        "not_run"
-    )
+    # A known GPU without a row for the mode, nor a mode ratio or model for it: reported only.
+    assert judge_mode("h100-sxm", "compile", {"status": "ok", "img_s": 1})["status"] == ("not_run")
 
 
 def test_skipped_failed_and_non_224_modes() -> None:
@@ -316,25 +317,42 @@ def test_downgraded_pcie_link() -> None:
 
 
 @pytest.mark.parametrize(
+    ("reasons", "code", "words"),
+    [
+        (["sw_thermal_slowdown"], "thermal-slowdown", "for heat (sw_thermal_slowdown"),
+        (["clocks_event_reason_hw_thermal_slowdown"], "thermal-slowdown", "temperature 37"),
+        (["hw_slowdown"], "hw-slowdown", "hardware slowdown engaged"),
+        (0x80, "power-brake", "hardware power brake"),
+        ("0x0000000000000008", "hw-slowdown", "hw_slowdown"),
+    ],
+)
+def test_throttle_reasons_are_told_apart(reasons: Any, code: str, words: str) -> None:
+    (row,) = diagnose_causes(["amp_fp16_cl"], facts_with(clock_event_reasons_active=reasons))
+    assert row["code"] == code and row["fault"] and row["gpu"] == 0
+    assert words in row["message"] and row["remedy"]
+    legacy = dict(H200_GPU, clock_event_reasons_active=reasons, temperature=81, power_limit=500)
+    (row,) = diagnose_causes(["amp_fp16_cl"], dict(H200_FACTS, gpus=[legacy]))
+    assert row["code"] == code
+
+
+@pytest.mark.parametrize(
     "reasons",
     [
-        ["sw_thermal_slowdown"],
-        ["clocks_event_reason_hw_thermal_slowdown"],
         {
             "clocks_event_reason_sw_power_cap": "Active",
             "clocks_event_reason_gpu_idle": "Not Active",
         },
         "0x0000000000000004",
-        0x80,
+        ["sw_power_cap"],
     ],
 )
-def test_throttled_clocks(reasons: Any) -> None:
-    (cause,) = diagnose(["amp_fp16_cl"], facts_with(clock_event_reasons_active=reasons))
-    assert cause.startswith("GPU 0 (NVIDIA H200) has throttled clocks")
-    assert "temperature 37" in cause and "power limit (700.0)" in cause
-    legacy = dict(H200_GPU, clock_event_reasons_active=reasons, temperature=81, power_limit=500)
-    (cause,) = diagnose(["amp_fp16_cl"], dict(H200_FACTS, gpus=[legacy]))
-    assert "temperature 81" in cause
+def test_the_power_cap_alone_is_no_fault(reasons: Any) -> None:
+    cap, none = diagnose_causes(["amp_fp16_cl"], facts_with(clock_event_reasons_active=reasons))
+    assert cap["code"] == "power-cap-reached" and cap["fault"] is False
+    assert "700.0 W power limit under load" in cap["message"]
+    assert "not a power or cooling fault" in cap["message"]
+    assert "Check cooling" not in cap["message"] and cap["remedy"] is None
+    assert none["code"] == "no-host-cause"  # the cap explains, it is no cause
 
 
 def test_idle_and_sync_boost_are_not_throttling() -> None:
@@ -365,8 +383,15 @@ def test_memory_in_use_before_the_check() -> None:
 def test_other_processes() -> None:
     (cause,) = diagnose(["fp32"], facts_with(processes=2))
     assert cause.startswith("2 other process(es) ran on GPU 0 (NVIDIA H200)")
+    # processes without a name: a container hides them
     (cause,) = diagnose(["fp32"], facts_with(processes=[{"pid": 1}, {"pid": 2}, {"pid": 3}]))
-    assert cause.startswith("3 other process(es)")
+    assert cause.startswith("nvidia-smi reports 3 processes on GPU 0 that this host cannot see")
+    named = [{"pid": 448, "name": "python3", "used_memory_mib": 964}]
+    (cause,) = diagnose(["fp32"], facts_with(processes=named))
+    assert cause.startswith(
+        "GPU 0 (NVIDIA H200) was in use by another process before the check: pid 448 "
+        "(python3, 964 MiB)."
+    )
     (cause,) = diagnose(["fp32"], dict(H200_FACTS, processes=1))
     assert cause.startswith("1 other process(es) ran on the GPUs")
 
@@ -428,7 +453,8 @@ def test_slow_host_to_device_copies_from_the_report() -> None:
 def test_several_causes_together() -> None:
     facts = facts_with(pcie_width_current=4, mig_mode="Enabled", processes=1)
     causes = diagnose(["amp_fp16_cl"], facts, dict(H200_TORCH, verdict="driver too old"))
-    assert [c.split()[0] for c in causes] == ["GPU", "MIG", "1", "torch_cuda_facts"]
+    # another process first, then the hardware, then torch
+    assert [c.split()[0] for c in causes] == ["1", "GPU", "MIG", "torch_cuda_facts"]
 
 
 def test_failure_message_names_modes_numbers_and_causes() -> None:
@@ -510,14 +536,15 @@ def test_measured_rows_win_over_the_derived_model() -> None:
     assert reference_for("t4", "tf32") is None  # Turing has no TF32 tensor cores
 
 
-def test_a10g_and_unknown_cards_are_not_run_with_the_reason() -> None:
-    assert "a10g" in KNOWN_GPUS and "a10g" not in DATASHEETS
+def test_a10g_takes_the_a10s_references_and_unknown_cards_are_not_run() -> None:
+    assert "a10g" in KNOWN_GPUS and "fp16" not in DATASHEETS["a10g"]
     entry = judge_mode("a10g", "amp_fp16", {"status": "ok", "img_s": 500.0})
-    assert entry["status"] == "not_run"
-    assert "no datasheet figures to derive one" in entry["reason"]
+    assert entry["reference"] == 638 and entry["reference_basis"] == "derived"
+    assert "a10's measured amp_fp16 reference 638" in entry["reference_derivation"]
+    assert entry["status"] == "pass"  # 500 / 638 = 0.78, above 0.80 x 0.67 (widest)
     entry = judge_mode("gtx-1080", "amp_fp16", {"status": "ok", "img_s": 500.0})
     assert entry["status"] == "not_run" and "no datasheet row for this GPU" in entry["reason"]
-    entry = judge_mode("t4", "amp_fp16_cl", {"status": "ok", "img_s": 500.0})
+    entry = judge_mode("t4", "compile", {"status": "ok", "img_s": 500.0})
     assert entry["status"] == "not_run" and "has no datasheet model" in entry["reason"]
 
 

@@ -102,7 +102,11 @@ def test_h200_capture_every_field(h200):
         "pcie_width_max": 16,
         "temperature_c": 36,
         "power_limit_w": 700.0,
+        "power_default_limit_w": 700.0,
         "power_draw_w": 126.58,
+        "utilization_gpu_pct": 0,
+        "utilization_memory_pct": 0,
+        "processes": [],
         "clocks_sm_mhz": 1980,
         "clocks_max_sm_mhz": 1980,
         "performance_state": "P0",
@@ -345,7 +349,6 @@ def test_degraded_host_health():
         ("row-remap-pending", 0),
         ("ecc-uncorrected-volatile", 0),
         ("thermal-slowdown", 0),
-        ("power-slowdown", 0),
     ]
     messages = {h["code"]: h["message"] for h in facts["health"]}
     assert "gen 3 x8, below its max gen 5 x16 while busy" in messages["pcie-link-degraded"]
@@ -354,13 +357,17 @@ def test_degraded_host_health():
     assert "2 uncorrected ECC error(s)" in messages["ecc-uncorrected-volatile"]
     assert "hw_thermal_slowdown, sw_thermal_slowdown" in messages["thermal-slowdown"]
     assert "91 C" in messages["thermal-slowdown"]
-    assert "350.0 W" in messages["power-slowdown"]
+    # the software power cap at 100% utilisation is a note, not a power fault
+    notes = {h["code"]: h["message"] for h in facts["health_notes"]}
+    assert "350.0 W power limit at 100% utilisation" in notes["power-cap-reached"]
+    assert "not a power fault" in notes["power-cap-reached"]
     # GPU 1 idles at gen 1: informational only
     assert gpu1["clock_event_reasons_active"] == ["gpu_idle"]
     # GPU 0's one remapped row and two lifetime uncorrectable errors are notes
     assert [(n["code"], n["gpu"]) for n in facts["health_notes"]] == [
         ("remapped-rows-uncorrectable", 0),
         ("ecc-uncorrected-aggregate", 0),
+        ("power-cap-reached", 0),
         ("pcie-gen-idle-downtrain", 1),
     ]
     assert facts["topology"]["matrix"] == {"GPU0": {"GPU1": "SYS"}, "GPU1": {"GPU0": "SYS"}}

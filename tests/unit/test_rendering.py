@@ -1338,7 +1338,8 @@ def gpu_check_vars(verdict: str) -> Dict[str, Any]:
     codes = gpu_health.report_codes(facts["health"], facts["health_notes"])
     judgement = {
         "amp_fp16_cl": {"img_s": 6150.0, "reference": 6180.0, "ratio": 0.995, "status": "pass",
-                        "reason": None, "source": "Kindling H200 measurements 2026-11-29"},
+                        "reason": None, "source": "Kindling H200 measurements 2026-11-29",
+                        "reference_basis": "measured", "reference_derivation": None},
     }  # fmt: skip
     result = {
         "verdict": verdict,
@@ -1404,6 +1405,7 @@ def test_the_markdown_report_marks_a_derived_reference_and_its_tolerance():
         "img_s": 480.0, "reference": 506.0, "ratio": 0.9486, "status": "pass", "reason": None,
         "source": "derived from the datasheet (Lambda deeplearning-benchmark calibration)",
         "reference_basis": "derived", "tolerance": 0.616,
+        "reference_derivation": "fp16 121 TFLOP/s and 300 GB/s through the fit",
     }  # fmt: skip
     variables["gpu_check__result"]["throughput"]["modes"]["amp_fp16"] = {"batch_size": 256}
     source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
@@ -1412,12 +1414,13 @@ def test_the_markdown_report_marks_a_derived_reference_and_its_tolerance():
         ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
     )
     assert (
-        "| amp_fp16 | 256 | 480 | - | 506 | 0.95 | pass | derived from the datasheet (Lambda "
-        "deeplearning-benchmark calibration) (derived; judged at 62%) |" in text
+        "| amp_fp16 | 256 | 480 | - | 506 | 0.95 | pass | derived (fp16 121 TFLOP/s and 300 GB/s "
+        "through the fit; judged at 62%) | derived from the datasheet (Lambda "
+        "deeplearning-benchmark calibration) |" in text
     )
-    # A measured reference carries no such mark.
-    assert "| amp_fp16_cl | 256 | 6150 | - | 6180 | 0.99 | pass | Kindling H200" in text
-    assert text.count("(derived; judged at") == 1
+    # Every mode says its kind; a measured reference carries no derivation.
+    assert "| amp_fp16_cl | 256 | 6150 | - | 6180 | 0.99 | pass | measured | Kindling H200" in text
+    assert text.count("; judged at") == 1
 
 
 def test_the_markdown_report_lists_every_gpu_and_the_one_behind():
@@ -1473,15 +1476,25 @@ def test_the_json_report_and_the_slow_host_message_carry_the_codes():
         report_task("Summarise the throughput check")["ansible.builtin.debug"]["msg"]
     )
     assert summary[1] == "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0)"
+    from ansible.module_utils.gpu_throughput_ref import headline, headline_line
+
+    # The module words the headline (module_utils): the task prints it as it comes.
+    result = variables["gpu_check__result"]
+    # verdict fail without a slow mode or GPU: a required check did not run, say, so the
+    # message does not call the host slow.
+    judged = {"modes": result["judgement"], "failed_modes": [], "gpu_outliers": []}
+    result["headline_line"] = headline_line(headline(judged, "fail"), "gpu1.example.com", [])
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
     message = templar.template(
         report_task("Fail a host that trains slower than its GPUs should")["ansible.builtin.fail"][
             "msg"
         ]
     )
-    # verdict fail without a slow mode or GPU: a required check did not run, say, so the
-    # message does not call the host slow.
     assert message.startswith("gpu1.example.com failed the check: NVIDIA H200 (h200); PASS")
-    variables["gpu_check__result"]["failed_modes"] = ["amp_fp16_cl"]
+    result["failed_modes"] = ["amp_fp16_cl"]
+    judged["modes"] = {"amp_fp16_cl": {"ratio": 0.5, "status": "fail"}}
+    judged["failed_modes"] = ["amp_fp16_cl"]
+    result["headline_line"] = headline_line(headline(judged, "fail"), "gpu1.example.com", [])
     templar = ansible().Templar(loader=ansible().loader, variables=variables)
     slow = templar.template(
         report_task("Fail a host that trains slower than its GPUs should")["ansible.builtin.fail"][
@@ -1492,3 +1505,66 @@ def test_the_json_report_and_the_slow_host_message_carry_the_codes():
     assert (
         "GPU health: FAILING xid-79 (GPU 0); notes: xid-13 (GPU 0). Likely causes: none" in message
     )
+
+
+# The floors table of gpu-check.md (module_utils/gpu_floors.py's judgement). It lives here,
+# not in test_gpu_floors.py: importing Ansible's templating in the test process changes how
+# modules report warnings for every later test, and this file runs after the module tests.
+def test_the_markdown_report_shows_the_floors() -> None:
+    from test_gpu_floors import H100, judge_floors, link, report
+
+    judged = judge_floors(
+        report(h2d=20.0, link_under_load=link(width=8)), H100, waivers=["matmul_fp32"]
+    )
+    variables = gpu_check_vars("fail")
+    variables["gpu_check__result"].update(floors=judged["floors"], floors_line=judged["line"])
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    assert (
+        "Floors for what GPU 0 can show (Floors: 5 pass, 0 warn, 2 fail, 0 not_run, 1 waived;"
+        in (text)
+    )
+    assert "| pinned host-to-device copies (`h2d`) | 20.0 GB/s | 24.81 | 23.63 | fail (" in text
+    assert "| PCIe link under load (`pcie_link`) | Gen5 x8 | Gen5 | Gen5 x16 | fail (" in text
+    assert "| dense fp32 matmul (`matmul_fp32`) | 50.0 TFLOP/s | 33.5 | - | waived (" in text
+    assert "| NHC check_gpu_bw fails below 48 |" in text
+    assert (
+        "| 75% of the datasheet's 3,350 GB/s | DCGM diag memory_bandwidth fails below 1905.0 |"
+        in (text)
+    )
+    assert "50% of the datasheet's dense 989.5 TFLOP/s" in text
+    assert text.count("(`matmul_") == 4
+
+
+def test_the_markdown_report_of_a_busy_gpu_says_not_measured_and_names_the_process():
+    """The real memheld reading (tests/fixtures/captures/h100-contention, another process
+    holding 74 GiB) through the busy-GPU decision and its causes, as the module returns them."""
+    from ansible.module_utils import gpu_busy, nvidia_smi
+    from ansible.module_utils.gpu_throughput_ref import busy_causes, not_measured_line
+
+    xml = (REPO_ROOT / "tests/fixtures/captures/h100-contention/memheld-q.xml").read_text()
+    clock = iter(range(0, 1000, 5))
+    busy = gpu_busy.decide(
+        "wait", 10, lambda: nvidia_smi.parse_xml(xml), lambda: float(next(clock)), lambda s: None,
+        pid_visible=lambda pid: True,
+    )  # fmt: skip
+    rows = busy_causes(busy)
+    variables = gpu_check_vars("fail")
+    variables["gpu_check__result"].update(
+        verdict="not_measured", judgement={}, busy=busy, not_measured=busy["skipped"],
+        causes=rows, diagnosis=[r["message"] for r in rows],
+        summary="NVIDIA H100 80GB HBM3; NOT MEASURED: busy: " + not_measured_line(busy),
+    )  # fmt: skip
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    assert "- Verdict: **NOT_MEASURED** (NVIDIA H100 80GB HBM3; NOT MEASURED: busy: GPU 0" in text
+    assert "Not measured, busy with another process (gpu_check_busy_gpu wait): GPU 0." in text
+    cause = next(line for line in text.splitlines() if line.startswith("- `gpu-busy` (GPU 0): "))
+    assert "pid 559" in cause and "python3" in cause and "76294 MiB" in cause
+    assert "power" not in cause and "cooling" not in cause.lower()

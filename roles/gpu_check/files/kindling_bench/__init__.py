@@ -37,7 +37,7 @@ The modules, by concern:
   train      one configuration timed: model, optimizer, warm-up, CUDA graphs, windows
   gpus       every GPU at once: one worker process per GPU
   ddp        the ddp mode: one worker process per rank
-  probes     h2d, matmul and input_pipeline
+  probes     h2d (both ways, the PCIe link under load), membw, matmul and input_pipeline
   context    torch imported lazily, TF32, bf16 support, out-of-memory, the Context
   common     exit codes, the run's clock, the progress file and log lines
   reference  FLOP per image and MFU: a symlink to module_utils/resnet_flops.py, the one

@@ -1,11 +1,19 @@
-"""The probes: pinned host-to-device copies, matmul throughput, the input pipeline."""
+"""The probes: pinned copies both ways and the PCIe link under load, device memory
+bandwidth, matmul throughput, the input pipeline.
+
+``h2d`` measures both directions over one pair of pinned buffers: host-to-device is
+``gb_s``, device-to-host its second figure ``d2h_gb_s`` (one probe, one link reading).
+Each is meant to take a second or two on a GPU (docs/BENCHMARKS.md, "Probes").
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -13,26 +21,186 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .common import _round, list_children, log
-from .context import Context
+from .context import Context, set_tf32
+from .gpus import bus_id
 
-PROBE_ORDER = ["h2d", "matmul", "input_pipeline"]
+PROBE_ORDER = ["h2d", "membw", "matmul", "input_pipeline"]
+# nvidia-smi's link now (an idle GPU lowers it) and the most GPU and slot support; the
+# card's own maximum (pcie.link.gen.gpumax) is asked apart: older drivers lack the field.
+LINK_QUERY = "pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max"
+LINK_KEYS = ("gen", "width", "gen_max", "width_max")
+# The copies keep running until nvidia-smi has answered, at most this long.
+LINK_READ_SECONDS = 5.0
 
 
 def probe_skeleton(reason: Optional[str] = None) -> Dict[str, Any]:
     return {"status": "skipped" if reason else "ok", "reason": reason}
 
 
+def _int_or_none(text: str) -> Optional[int]:
+    text = text.strip().lower().rstrip("x")
+    return int(text) if text.isdigit() else None
+
+
+def parse_link_csv(text: str) -> Dict[str, Any]:
+    """nvidia-smi's ``LINK_QUERY`` answer ("5, 16, 5, 16") -> {gen, width, gen_max, width_max}."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return {"reason": "nvidia-smi gave no answer"}
+    values = [_int_or_none(v) for v in lines[0].split(",")]
+    if len(values) != len(LINK_KEYS) or values[0] is None or values[1] is None:
+        return {"reason": f"nvidia-smi's answer is not a link: {lines[0].strip()[:120]!r}"}
+    return dict(zip(LINK_KEYS, values))
+
+
+def _smi_target(torch: Any) -> str:
+    """What ``nvidia-smi -i`` calls this process's cuda:0: its PCI bus id where torch has it."""
+    with contextlib.suppress(Exception):
+        found = bus_id(torch.cuda.get_device_properties(0))
+        if found:
+            return found
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    return visible[0] if visible and visible[0] else "0"
+
+
+def _nvml_reader(target: str) -> Optional[Callable[[], Dict[str, Any]]]:
+    """A reader of the link through pynvml (nvidia-ml-py) where it is importable, else None."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = (
+            pynvml.nvmlDeviceGetHandleByPciBusId(target)
+            if ":" in target
+            else pynvml.nvmlDeviceGetHandleByIndex(int(target))
+        )
+    except Exception:
+        return None
+
+    def read() -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "gen": pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
+            "width": pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
+            "gen_max": pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
+            "width_max": pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle),
+        }
+        with contextlib.suppress(Exception):
+            out["gen_gpu_max"] = pynvml.nvmlDeviceGetGpuMaxPcieLinkGeneration(handle)
+        return out
+
+    return read
+
+
+def _gpu_max_gen(exe: str, target: str) -> Optional[int]:
+    try:
+        out = subprocess.run(
+            [
+                exe,
+                "--query-gpu=pcie.link.gen.gpumax",
+                "--format=csv,noheader,nounits",
+                "-i",
+                target,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=15,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.decode("utf-8", "replace").strip().splitlines()
+    return _int_or_none(lines[0]) if out.returncode == 0 and lines else None
+
+
+def read_link_under_load(ctx: Context, copy_once: Callable[[], None]) -> Dict[str, Any]:
+    """The GPU's PCIe link, read while ``copy_once`` keeps it busy (never at idle).
+
+    pynvml where importable (read between copies in flight), else nvidia-smi, started
+    before the copies, which run until it answers (at most ``LINK_READ_SECONDS``).
+    """
+    target = _smi_target(ctx.torch)
+    started = time.monotonic()
+    reader = _nvml_reader(target)
+    if reader is not None:
+        try:
+            readings = []
+            for _ in range(3):
+                copy_once()
+                readings.append(reader())  # the copies are still in flight
+                ctx.sync()
+            link = dict(readings[-1], source="nvml", target=target, copies=3)
+            link["seconds"] = _round(time.monotonic() - started, 3)
+            return link
+        except Exception as exc:
+            ctx.sync()
+            log(f"h2d: pynvml could not read the link ({exc}); asking nvidia-smi")
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return {
+            "reason": "nvidia-smi is not on PATH and pynvml is not importable",
+            "target": target,
+        }
+    cmd = [exe, "--query-gpu=" + LINK_QUERY, "--format=csv,noheader,nounits", "-i", target]
+    copy_once()
+    ctx.sync()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    copies = 0
+    deadline = time.monotonic() + LINK_READ_SECONDS
+    while proc.poll() is None and time.monotonic() < deadline:
+        copy_once()
+        ctx.sync()
+        copies += 1
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+        return {
+            "reason": f"nvidia-smi did not answer within {LINK_READ_SECONDS:g} s",
+            "target": target,
+        }
+    output = proc.communicate()[0].decode("utf-8", "replace")
+    if proc.returncode != 0:
+        return {
+            "reason": f"nvidia-smi exited {proc.returncode}: {output.strip()[:200]}",
+            "target": target,
+        }
+    link = parse_link_csv(output)
+    if copies == 0 and "reason" not in link:
+        # nvidia-smi answered before a second copy began: only the first one loaded the link.
+        link["note"] = "nvidia-smi answered within one copy"
+    link.update({"source": "nvidia-smi", "target": target, "copies": copies})
+    if "reason" not in link:
+        link["gen_gpu_max"] = _gpu_max_gen(exe, target)
+    link["seconds"] = _round(time.monotonic() - started, 3)
+    return link
+
+
 def probe_h2d(ctx: Context) -> Dict[str, Any]:
+    """Pinned copies both ways (median of 7 each) and the PCIe link read while they ran."""
     torch = ctx.torch
     size_mib = ctx.plan["h2d_mib"]
     result = probe_skeleton()
-    result.update({"size_mib": size_mib, "gb_s": None, "d2h_gb_s": None, "samples": []})
+    result.update(
+        {
+            "size_mib": size_mib,
+            "gb_s": None,
+            "d2h_gb_s": None,
+            "samples": [],
+            "d2h_samples": [],
+            "gpu_index": 0,
+            "link_under_load": None,
+        }
+    )
     if ctx.device != "cuda":
         result.update(probe_skeleton("device is cpu: there is no host-to-device link to measure"))
         return result
     nbytes = size_mib * 2**20
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     device = torch.empty(nbytes, dtype=torch.uint8, device=ctx.dev)
+
+    def copy_once(h: Any = host, d: Any = device) -> None:
+        d.copy_(h, non_blocking=True)
+        h.copy_(d, non_blocking=True)
+
     try:
 
         def measure(dst: Any, src: Any) -> List[float]:
@@ -52,22 +220,85 @@ def probe_h2d(ctx: Context) -> Dict[str, Any]:
 
         h2d = measure(device, host)
         d2h = measure(host, device)
+        link = read_link_under_load(ctx, copy_once)
         result.update(
             {
                 "gb_s": _round(statistics.median(h2d)),
                 "d2h_gb_s": _round(statistics.median(d2h)),
                 "samples": [_round(s) for s in h2d],
+                "d2h_samples": [_round(s) for s in d2h],
                 "pinned": True,
+                "link_under_load": link,
             }
         )
     finally:
-        del host, device
+        del host, device, copy_once
         ctx.cleanup()
+    link = result["link_under_load"] or {}
+    where = (
+        "Gen{} x{} under load (max Gen{} x{})".format(
+            link.get("gen"), link.get("width"), link.get("gen_max"), link.get("width_max")
+        )
+        if "reason" not in link
+        else "link not read: " + str(link["reason"])
+    )
     log(
-        "h2d: {} GB/s pinned host-to-device ({} GB/s back)".format(
-            result["gb_s"], result["d2h_gb_s"]
+        "h2d: {} GB/s pinned host-to-device, {} GB/s back; {}".format(
+            result["gb_s"], result["d2h_gb_s"], where
         )
     )
+    return result
+
+
+def probe_membw(ctx: Context) -> Dict[str, Any]:
+    """Device memory bandwidth: a device-to-device copy of ``membw_mib``, read + write counted.
+
+    The median of 5 windows of 10 copies each (CUDA events). On an H100 a 1 GiB copy takes
+    under a millisecond, so the probe is its allocation and warm-up more than its copies.
+    """
+    torch = ctx.torch
+    size_mib = ctx.plan["membw_mib"]
+    windows, reps = 5, 10
+    result = probe_skeleton()
+    result.update(
+        {
+            "size_mib": size_mib,
+            "gb_s": None,
+            "samples": [],
+            "windows": windows,
+            "copies_per_window": reps,
+            "counted": "read + write: 2 x size per copy",
+            "gpu_index": 0,
+        }
+    )
+    if ctx.device != "cuda":
+        result.update(probe_skeleton("device is cpu: device memory bandwidth is a GPU's"))
+        return result
+    nbytes = size_mib * 2**20
+    src = torch.empty(nbytes, dtype=torch.uint8, device=ctx.dev)
+    dst = torch.empty_like(src)
+    try:
+        src.fill_(1)
+        for _ in range(3):
+            dst.copy_(src)
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(windows):
+            begin = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            for _ in range(reps):
+                dst.copy_(src)
+            end.record()
+            end.synchronize()
+            samples.append(2.0 * nbytes * reps / (begin.elapsed_time(end) / 1000.0) / 1e9)
+        result.update(
+            {"gb_s": _round(statistics.median(samples)), "samples": [_round(s) for s in samples]}
+        )
+    finally:
+        del src, dst
+        ctx.cleanup()
+    log(f"membw: {result['gb_s']} GB/s device memory ({size_mib} MiB copies, read + write)")
     return result
 
 
@@ -77,20 +308,41 @@ def probe_matmul(ctx: Context) -> Dict[str, Any]:
     cuda = ctx.device == "cuda"
     result = probe_skeleton()
     result.update({"size": n, "device": ctx.device, "results": {}})
-    dtypes = [("bf16", torch.bfloat16), ("fp16", torch.float16)]
+    # On a GPU every precision of the datasheet: fp32 (TF32 off), tf32, bf16, fp16.
+    dtypes = [
+        ("fp32", torch.float32),
+        ("tf32", torch.float32),
+        ("bf16", torch.bfloat16),
+        ("fp16", torch.float16),
+    ]
     if not cuda:
         dtypes = [("fp32", torch.float32), ("bf16", torch.bfloat16)]
-    reps = 10 if cuda else 3
     for name, dtype in dtypes:
         if name == "bf16" and cuda and not ctx.bf16[0]:
             result["results"][name] = {"status": "skipped", "reason": ctx.bf16[1]}
             continue
+        if name == "tf32" and torch.cuda.get_device_capability(0)[0] < 8:
+            result["results"][name] = {
+                "status": "skipped",
+                "reason": "GPU capability below 8.0 has no TF32 (Ampere or later)",
+            }
+            continue
+        if cuda and name in ("fp32", "tf32"):
+            set_tf32(torch, name == "tf32")
+        reps = 3
         try:
             a = torch.randn(n, n, device=ctx.dev).to(dtype)
             b = torch.randn(n, n, device=ctx.dev).to(dtype)
             for _ in range(3):
                 a @ b
             ctx.sync()
+            if cuda:
+                # About 50 ms a window whatever the card: 10 matmuls on an H100, fewer on
+                # a T4 in fp32 (one 8192^3 fp32 matmul there takes over 100 ms).
+                t = time.perf_counter()
+                a @ b
+                ctx.sync()
+                reps = max(1, min(10, int(0.05 / max(time.perf_counter() - t, 1e-6))))
             samples = []
             for _ in range(5):
                 if cuda:
@@ -114,10 +366,13 @@ def probe_matmul(ctx: Context) -> Dict[str, Any]:
                 "tflop_s": _round(flops / 1e12, 3),
                 "gflop_s": _round(flops / 1e9, 1),
                 "ms": _round(2.0 * n**3 / flops * 1000.0, 4),
+                "reps": reps,
             }
             del a, b
         except Exception as exc:
             result["results"][name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+    if cuda:
+        set_tf32(torch, None)
     ctx.cleanup()
     unit = "tflop_s" if cuda else "gflop_s"
     rates = ", ".join(f"{k} {v.get(unit)}" for k, v in result["results"].items())
@@ -272,6 +527,7 @@ def probe_input_pipeline(ctx: Context) -> Dict[str, Any]:
 
 PROBES: Dict[str, Callable[[Context], Dict[str, Any]]] = {
     "h2d": probe_h2d,
+    "membw": probe_membw,
     "matmul": probe_matmul,
     "input_pipeline": probe_input_pipeline,
 }
