@@ -7,6 +7,10 @@
 #   tools/device/run-on-gpu.sh bench ARGS   the standalone benchmark (the kindling_bench package) with ARGS
 #   tools/device/run-on-gpu.sh play FILE [ARGS]  ansible-playbook FILE -i inventories/preinstalled ARGS
 #   tools/device/run-on-gpu.sh fleet [ARGS]  tools/fleet_report.py -i inventories/preinstalled ARGS
+#   tools/device/run-on-gpu.sh contention    issue 32's Done-when: site.yml on the healthy GPU, then
+#                                           verify.yml with another process computing (busy policy
+#                                           measure, then the default wait) and holding 74 GiB
+#                                           (tools/device/contend.py); each in $OUT/<run>/
 #                                           (verify.yml through ansible-runner; the report in $OUT/fleet)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,6 +65,28 @@ case "$what" in
     rc=${PIPESTATUS[0]}
     echo "fleet_report: rc=$rc, wall $((SECONDS - start)) s" | tee -a "$OUT/fleet-report.txt"
     exit "$rc"
+    ;;
+  contention)
+    play() {  # name playbook [ARGS]: one play, its recap and reports under $OUT/name
+      local name=$1; shift
+      OUT="$OUT/$name" "$0" play "$@" >/dev/null 2>&1
+      echo "== $name: $(tail -1 "$OUT/$name/"*-recap.txt)"
+      grep -hE "could not measure|is slow|failed the check|PASS|NOT MEASURED" "$OUT/$name/"*-recap.txt | cut -c1-400 | tail -4
+    }
+    load() {  # busy | memheld: start the other process and wait until nvidia-smi lists it
+      python3 tools/device/contend.py "$@" >"$OUT/contend-$1.log" 2>&1 &
+      LOAD=$!
+      sleep 15
+      nvidia-smi >"$OUT/smi-$1.txt"
+    }
+    play healthy playbooks/site.yml
+    load busy
+    play busy-measure playbooks/verify.yml -e gpu_check_busy_gpu=measure
+    play busy-wait playbooks/verify.yml -e gpu_check_busy_wait=20
+    kill "$LOAD"; wait "$LOAD" 2>/dev/null; sleep 3
+    load memheld 74
+    play memheld playbooks/verify.yml -e gpu_check_busy_wait=20
+    kill "$LOAD"; wait "$LOAD" 2>/dev/null
     ;;
   *)
     echo "unknown action $what" >&2
