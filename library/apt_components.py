@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 from ansible.module_utils.apt_sources import plan, refusal
+from ansible.module_utils.atomic_file import write_atomic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 
 DOCUMENTATION = r"""
 ---
@@ -114,6 +115,9 @@ removed:
   type: bool
 """
 
+#: Seconds apt-get update may take.
+APT_UPDATE_TIMEOUT = 900
+
 
 def main() -> None:
     module = AnsibleModule(
@@ -151,17 +155,16 @@ def main() -> None:
     result["changed"] = result["written"] or result["removed"]
     if result["changed"] and not module.check_mode:
         if result["written"]:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p["dest"]), prefix=".kindling-")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(result["content"])
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, p["dest"])
+            write_atomic(p["dest"], result["content"], mode=0o644)
         else:
             os.remove(p["dest"])
         if p["update_cache"]:
-            rc, out, err = module.run_command(
-                ["apt-get", "update", "-q"], environ_update={"LC_ALL": "C"}
-            )
+            try:
+                rc, out, err = run(
+                    ["apt-get", "update", "-q"], APT_UPDATE_TIMEOUT, env_update={"LC_ALL": "C"}
+                )
+            except CommandError as exc:
+                rc, out, err = -1, "", str(exc)
             if rc != 0:
                 module.fail_json(
                     msg=f"{p['dest']} changed, but apt-get update failed: {err or out}", **result

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 from ansible.module_utils.apt_keyring import OpenPGPError, normalize_id, without
+from ansible.module_utils.atomic_file import write_atomic
 from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
@@ -138,10 +138,7 @@ def main() -> None:
         os.replace(path, backup)
     else:
         shutil.copy2(path, backup)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".kindling-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(rest)
-        module.atomic_move(tmp, path)  # keeps the keyring's owner, mode and context
+        write_atomic(path, rest)  # keeps the keyring's owner and mode
     module.exit_json(**result)
 
 

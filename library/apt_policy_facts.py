@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ansible.module_utils.apt_policy import policy
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 
 DOCUMENTATION = r"""
 ---
@@ -78,9 +79,10 @@ def main() -> None:
             changed=False, ansible_facts={"apt_policy": {"packages": [], "command": []}}
         )
     command = [module.get_bin_path("apt-cache", required=True), "policy", "--", *names]
-    rc, out, err = module.run_command(
-        command, environ_update={"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
-    )
+    try:
+        rc, out, err = run(command, 300, env_update={"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"})
+    except CommandError as exc:
+        module.fail_json(msg=str(exc))
     if rc != 0:
         module.fail_json(
             msg=f"{' '.join(command)} failed (exit {rc}): {err.strip() or out.strip()}",

@@ -8,7 +8,9 @@ import shutil
 import tempfile
 
 from ansible.module_utils.apt_sources import read_sources
+from ansible.module_utils.atomic_file import write_atomic
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.openpgp import (
     OpenPGPError,
     keyring,
@@ -221,15 +223,16 @@ def holds_only(data, wanted: str) -> bool:
         return False
 
 
+#: Seconds an apt-get update (the scratch trial, or the real one) may take.
+APT_UPDATE_TIMEOUT = 900
+
+
 def write_file(module: AnsibleModule, path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, mode=0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory or ".", prefix=".kindling-")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
+    # 0644 always: apt reads keyrings and sources as its sandbox user _apt.
+    write_atomic(path, data, mode=0o644)
 
 
 def run_trial(module: AnsibleModule, key: bytes, source_for) -> dict:
@@ -253,8 +256,11 @@ def run_trial(module: AnsibleModule, key: bytes, source_for) -> dict:
         open(os.path.join(scratch, "empty.list"), "w").close()
         with open(os.path.join(scratch, "parts", "candidate.sources"), "w") as handle:
             handle.write(source_for(staged))
-        rc, out, err = module.run_command(trial_argv(scratch), environ_update={"LC_ALL": "C"})
-        output = (out or "") + (err or "")
+        try:
+            rc, out, err = run(trial_argv(scratch), APT_UPDATE_TIMEOUT, env_update={"LC_ALL": "C"})
+        except CommandError as exc:  # E: so that trial_problems counts it
+            rc, out, err = -1, "", f"E: {exc}"
+        output = out + err
         return {
             "ran": True,
             "rc": rc,
@@ -436,9 +442,12 @@ def main() -> None:
         for path in removed:
             os.remove(path)
         if p["update_cache"]:
-            rc, out, err = module.run_command(
-                ["apt-get", "update", "-q"], environ_update={"LC_ALL": "C"}
-            )
+            try:
+                rc, out, err = run(
+                    ["apt-get", "update", "-q"], APT_UPDATE_TIMEOUT, env_update={"LC_ALL": "C"}
+                )
+            except CommandError as exc:
+                rc, out, err = -1, "", str(exc)
             if rc != 0:
                 module.fail_json(
                     msg=f"{name}: written, but apt-get update failed: {err or out}", **result

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.cuda_init import LIBRARY, interpret, probe_command
 
 DOCUMENTATION = r"""
@@ -76,11 +76,10 @@ def main() -> None:
     )
     cmd = probe_command(sys.executable, module.params["library"])
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=module.params["timeout"], check=False
-        )
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired:
+        rc, out, err = run(cmd, module.params["timeout"])
+    except CommandError as exc:
+        if not exc.timed_out:
+            module.fail_json(msg=str(exc))
         rc, out, err = -1, "", f"timed out after {module.params['timeout']} s"
     module.exit_json(changed=False, ansible_facts={"cuda_init": interpret(rc, out, err)})
 

@@ -5,6 +5,7 @@ wrote for other versions."""
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import runner
 from ansible.module_utils.cuda_link import state
 
 DOCUMENTATION = r"""
@@ -122,10 +123,9 @@ def main() -> None:
     )
     p = module.params
 
-    def run(argv):
-        # rc 2 (no such link group) is an answer; handle_exceptions=False lets cuda_link
-        # word an update-alternatives that cannot be executed.
-        return module.run_command(argv, handle_exceptions=False)
+    # rc 2 (no such link group) is an answer; cuda_link words an update-alternatives
+    # that cannot be executed (CommandError, an OSError).
+    run = runner(60)
 
     result = state(
         p["link"],

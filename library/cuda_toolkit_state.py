@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, runner
 from ansible.module_utils.cuda_link import state as link_state
 from ansible.module_utils.managed_files import describe
 from ansible.module_utils.toolkit_state import (
@@ -204,16 +205,25 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    # nvcc --version and update-alternatives --query; CommandError (an OSError) when one
+    # cannot be run, which read_nvcc and cuda_link word.
+    run = runner(60)
 
     def read_link(link, path, keep):
         return link_state(
             link,
             path,
             # rc 2 (no such link group) is an answer, as in cuda_link_state.
-            lambda argv: module.run_command(argv, handle_exceptions=False),
+            run,
             binary=module.get_bin_path("update-alternatives"),
             ld_conf_keep=keep,
         )
+
+    def read(nvcc, link, files):
+        try:
+            return read_host(nvcc, link, files, run, read_link, describe)
+        except CommandError as exc:  # an executable nvcc that cannot be run, or hangs
+            module.fail_json(msg=f"cuda_toolkit_state: {exc}")
 
     if p["adopt"]:
         # The release first (read_nvcc words an nvcc that cannot be run, as
@@ -221,35 +231,23 @@ def main() -> None:
         answers = {}
 
         def run_and_keep(argv):
-            rc, out, err = module.run_command(argv, handle_exceptions=False)
+            rc, out, err = run(argv)
             answers[argv[0]] = {"rc": rc, "stdout": out}
             return rc, out, err
 
         home_nvcc = os.path.join(p["adopt"], "bin", "nvcc")
         adopted = read_nvcc(home_nvcc, run_and_keep)
         wanted = adopt_reads(p["adopt"], p, adopted["release"])
-        read = read_host(
-            [path for path in wanted["nvcc"] if path != home_nvcc],
-            wanted["link"],
-            wanted["files"],
-            module.run_command,
-            read_link,
-            describe,
+        found = read(
+            [path for path in wanted["nvcc"] if path != home_nvcc], wanted["link"], wanted["files"]
         )
-        read["nvcc"][home_nvcc] = answers.get(home_nvcc, {"rc": None, "stdout": ""})
-        module.exit_json(changed=False, adopted=adopted, read=read)
+        found["nvcc"][home_nvcc] = answers.get(home_nvcc, {"rc": None, "stdout": ""})
+        module.exit_json(changed=False, adopted=adopted, read=found)
 
     wanted = wanted_reads(p)
-    read = read_host(
-        list(wanted["nvcc"].values()),
-        wanted["link"],
-        wanted["files"],
-        module.run_command,
-        read_link,
-        describe,
-    )
+    found = read(list(wanted["nvcc"].values()), wanted["link"], wanted["files"])
     try:
-        result = answer(p, read)
+        result = answer(p, found)
     except ValueError as exc:
         module.fail_json(msg=f"cuda_toolkit_state: {exc}")
     module.exit_json(changed=False, **result)

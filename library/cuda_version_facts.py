@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import runner
 from ansible.module_utils.toolkit_state import read_cudnn_header, read_nvcc
 
 DOCUMENTATION = r"""
@@ -106,10 +107,9 @@ def main() -> None:
         supports_check_mode=True,
     )
 
-    def run(argv):
-        # handle_exceptions=False: an nvcc that cannot be executed raises OSError, which
-        # read_nvcc words, instead of run_command failing the module.
-        return module.run_command(argv, handle_exceptions=False)
+    # An nvcc that cannot be executed raises CommandError (an OSError), which read_nvcc
+    # words, instead of failing the module.
+    run = runner(60)
 
     header = module.params["cudnn_header"]
     module.exit_json(

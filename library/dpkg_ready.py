@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any, Dict, List
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, Result, run
 from ansible.module_utils.dpkg_state import (
     DPKG_LOCKS,
     DPKG_UPDATES_DIR,
@@ -89,12 +89,15 @@ unfinished_after_repair:
 """
 
 
-def run_dpkg(args: List[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
+#: dpkg --configure -a may build DKMS modules for several kernels; an hour bounds a hang.
+DPKG_TIMEOUT = 3600
+
+
+def run_dpkg(args: List[str]) -> Result:
+    """dpkg with ``args``; CommandError when it cannot run or runs past DPKG_TIMEOUT."""
+    return run(
         ["dpkg", *args],
-        capture_output=True,
-        text=True,
-        check=False,
+        DPKG_TIMEOUT,
         env={
             "LC_ALL": "C",
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -130,12 +133,20 @@ def main() -> None:
             holders=[holder.describe() for holder in waited.busy],
         )
 
+    try:
+        check_and_repair(module, waited.waited)
+    except CommandError as exc:
+        module.fail_json(msg=str(exc))
+
+
+def check_and_repair(module: AnsibleModule, waited: float) -> None:
+    params = module.params
     updates = interrupted_updates(DPKG_UPDATES_DIR)
     audit = run_dpkg(["--audit"])
     unfinished = parse_audit(audit.stdout)
     result: Dict[str, Any] = {
         "changed": False,
-        "waited": round(waited.waited, 1),
+        "waited": round(waited, 1),
         "interrupted": needs_repair(updates, audit.stdout),
         "pending_updates": updates,
         "unfinished_packages": unfinished,
@@ -149,11 +160,11 @@ def main() -> None:
 
     repair = run_dpkg(["--configure", "-a"])
     result["repair_output"] = (repair.stdout + repair.stderr).strip()
-    if repair.returncode != 0:
+    if repair.rc != 0:
         module.fail_json(
             msg=(
                 "An earlier dpkg run was interrupted, and `dpkg --configure -a` could not finish "
-                f"it (rc {repair.returncode}): {result['repair_output'][-800:]}. Fix the package "
+                f"it (rc {repair.rc}): {result['repair_output'][-800:]}. Fix the package "
                 "named there (its maintainer script failed), then re-run."
             ),
             **result,

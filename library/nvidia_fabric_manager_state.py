@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.driver_state import query_dpkg
 from ansible.module_utils.fabric_manager import (
     UNIT,
@@ -130,6 +131,9 @@ unit_active:
   type: bool
 """
 
+#: Seconds systemctl show and nvidia-smi -q -x may take; past it they answer nothing.
+READ_TIMEOUT = 120
+
 
 def _unit(module: AnsibleModule) -> Dict[str, str]:
     systemctl = module.get_bin_path("systemctl")
@@ -138,7 +142,10 @@ def _unit(module: AnsibleModule) -> Dict[str, str]:
     args = [systemctl, "show", "--no-pager"]
     for prop in UNIT_PROPERTIES:
         args.extend(["-p", prop])
-    rc, out, _err = module.run_command([*args, UNIT], environ_update={"LC_ALL": "C"})
+    try:
+        rc, out, _err = run([*args, UNIT], READ_TIMEOUT, env_update={"LC_ALL": "C"})
+    except CommandError:
+        return {}
     return parse_systemctl_show(out) if rc == 0 else {}
 
 
@@ -146,7 +153,10 @@ def _from_nvidia_smi(module: AnsibleModule) -> Dict[str, Any]:
     smi = module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
     if not smi:
         return {}
-    rc, out, _err = module.run_command(xml_command(smi), environ_update={"LC_ALL": "C"})
+    try:
+        rc, out, _err = run(xml_command(smi), READ_TIMEOUT, env_update={"LC_ALL": "C"})
+    except CommandError:
+        return {}
     if rc != 0:
         return {}
     try:

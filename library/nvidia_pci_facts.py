@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import runner
 from ansible.module_utils.gpu_fabric import PCI_ROOT, pci_facts
 
 DOCUMENTATION = r"""
@@ -59,13 +60,16 @@ ansible_facts:
   type: dict
 """
 
+#: Seconds one ``lspci -mm -s <slot>`` may take.
+LSPCI_TIMEOUT = 30
+
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={"sysfs_root": {"type": "path", "default": PCI_ROOT}},
         supports_check_mode=True,
     )
-    facts = pci_facts(module.params["sysfs_root"], module.run_command)
+    facts = pci_facts(module.params["sysfs_root"], runner(LSPCI_TIMEOUT))
     module.exit_json(changed=False, ansible_facts={"nvidia_pci": facts})
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.persistenced import dropin, exec_start_argv, persistence_on
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 
@@ -64,9 +65,10 @@ def main() -> None:
         argument_spec={"unit": {"type": "str", "default": "nvidia-persistenced.service"}},
         supports_check_mode=True,
     )
-    rc, out, err = module.run_command(
-        ["systemctl", "show", "-p", "ExecStart", module.params["unit"]]
-    )
+    try:
+        rc, out, err = run(["systemctl", "show", "-p", "ExecStart", module.params["unit"]], 60)
+    except CommandError as exc:
+        module.fail_json(msg=str(exc))
     if rc != 0:
         module.fail_json(msg=f"systemctl show {module.params['unit']} failed: {err.strip()}")
     facts = CATALOGUE["persistenced"]

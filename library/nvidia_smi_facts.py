@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run, runner
 from ansible.module_utils.gpu_fabric import PCI_ROOT, pci_facts
 from ansible.module_utils.gpu_fabric import collect as collect_fabric
 from ansible.module_utils.gpu_health import dmesg_command, journal_command, journal_has_entries
@@ -335,22 +335,12 @@ commands:
 def _run(cmd: List[str], timeout: int, log: List[str]) -> Tuple[int, str, str]:
     """Run one nvidia-smi command; rc -1 with a message on timeout or exec failure."""
     log.append(" ".join(cmd))
-    env = dict(os.environ, LC_ALL="C")
     try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-            text=True,
-            errors="replace",
-        )
-    except subprocess.TimeoutExpired:
-        return -1, "", f"timed out after {timeout} s"
-    except OSError as exc:
-        return -1, "", f"could not execute: {exc}"
-    return proc.returncode, proc.stdout, proc.stderr
+        return run(cmd, timeout, env_update={"LC_ALL": "C"})
+    except CommandError as exc:
+        if exc.timed_out:
+            return -1, "", f"timed out after {timeout} s"
+        return -1, "", f"could not execute: {exc.reason}"
 
 
 def _find(module: AnsibleModule, path: Optional[str]) -> Optional[str]:
@@ -426,7 +416,7 @@ def main() -> None:
     commands: List[str] = []
     # First, and on every way out below: sysfs needs no driver (exactly nvidia_pci_facts).
     pci = (
-        pci_facts(module.params["pci_sysfs_root"], module.run_command)
+        pci_facts(module.params["pci_sysfs_root"], runner(timeout))
         if module.params["pci_facts"]
         else None
     )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import runner
 from ansible.module_utils.python_interpreter import read_interpreter, summary
 
 DOCUMENTATION = r"""
@@ -94,12 +95,8 @@ def main() -> None:
     )
     path = module.params["path"]
 
-    def run(argv):
-        # handle_exceptions=False: an OSError (ENOEXEC, say) reaches read_interpreter,
-        # which words it, instead of run_command failing the module with its bare text.
-        return module.run_command(argv, handle_exceptions=False)
-
-    found = read_interpreter(path, run)
+    # A CommandError (an OSError: ENOEXEC, say) reaches read_interpreter, which words it.
+    found = read_interpreter(path, runner(60))
     error = found.pop("error")
     result = {"changed": False, "msg": summary({**found, "error": error}), **found}
     if error:

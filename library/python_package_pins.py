@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import runner
 from ansible.module_utils.python_interpreter import read_interpreter, summary
 from ansible.module_utils.stack_plan import (
     python_package_pin,
@@ -87,7 +88,7 @@ def main() -> None:
     p = module.params
     # The interpreter there reports its own version (module_utils/python_interpreter.py);
     # before it exists, the version it will have.
-    found = read_interpreter(p["python"], module.run_command)
+    found = read_interpreter(p["python"], runner(60))
     if found["error"] or (found["exists"] and not found["executable"]):
         module.fail_json(msg=summary(found))
     python_version = found["version"] or p["python_version"] or None

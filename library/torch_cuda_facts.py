@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.python_interpreter import ran
 from ansible.module_utils.torch_probe import (
     DEFAULT_PYTHON,
@@ -250,17 +250,9 @@ def read_build(module: AnsibleModule, python: str, problem: Optional[str]) -> No
     build: Dict[str, Any] = {"found": False, "error": problem}
     if not problem:
         try:
-            proc = subprocess.run(
-                build_probe_command(python),
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=module.params["timeout"],
-                cwd="/",
-                check=False,
-            )
+            proc = run(build_probe_command(python), module.params["timeout"], cwd="/")
             build = parse_probe_output(proc.stdout)
-        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        except (CommandError, ValueError) as exc:
             build = {"found": False, "error": f"could not read torch's build with {python}: {exc}"}
     if module.params["require_torch"] and not build.get("found"):
         module.fail_json(
@@ -322,24 +314,20 @@ def main() -> None:
         return
 
     try:
-        proc = subprocess.run(
-            probe_command(python),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=params["timeout"],
-            cwd="/",  # so that no ./torch in the task's directory shadows the real one
-            check=False,
+        # cwd /: so that no ./torch in the task's directory shadows the real one
+        proc = run(probe_command(python), params["timeout"], cwd="/")
+    except CommandError as exc:
+        if exc.timed_out:
+            module.fail_json(
+                msg=f"the torch probe in {python} did not finish within {params['timeout']} s "
+                "(CUDA initialisation hung?): raise timeout, or check the GPU with "
+                "nvidia_smi_facts",
+                changed=False,
+            )
+            return
+        problem = (
+            f"could not run {python}: {exc.reason}; set pytorch_python to a working interpreter"
         )
-    except subprocess.TimeoutExpired:
-        module.fail_json(
-            msg=f"the torch probe in {python} did not finish within {params['timeout']} s "
-            "(CUDA initialisation hung?): raise timeout, or check the GPU with nvidia_smi_facts",
-            changed=False,
-        )
-        return
-    except OSError as exc:
-        problem = f"could not run {python}: {exc}; set pytorch_python to a working interpreter"
         finish(unimportable_facts(problem), problem if params["require_torch"] else None)
         return
 
@@ -348,7 +336,7 @@ def main() -> None:
     except ValueError as exc:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
         problem = (
-            f"{python} did not run the torch probe ({exc}; rc={proc.returncode}; "
+            f"{python} did not run the torch probe ({exc}; rc={proc.rc}; "
             f"output: {' | '.join(tail) or 'none'}): is pytorch_python a Python interpreter?"
         )
         finish(unimportable_facts(problem), problem if params["require_torch"] else None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.torch_env_plan import (
     ARGUMENT_SPEC,
     pip_list_argv,
@@ -254,7 +255,10 @@ def read_installed(module: AnsibleModule, python: str):
     pip list fails (nothing installed yet)."""
     if not os.access(python, os.X_OK):
         return {}
-    rc, out, _err = module.run_command(list(pip_list_argv(python)))
+    try:
+        rc, out, _err = run(list(pip_list_argv(python)), 300)
+    except CommandError as exc:
+        module.fail_json(msg=f"torch_env_plan: {exc}")
     if rc != 0:
         return {}
     try:

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
-# run(argv) -> (rc, stdout, stderr); raises OSError when the program cannot be executed.
-Runner = Callable[[List[str]], Tuple[int, str, str]]
+from ansible.module_utils.command import Runner
 
 # The comment ld.so.conf.j2 writes ("# Ansible managed (role cuda): ...").
 ROLE_MARK = "(role cuda)"
@@ -104,7 +103,8 @@ def query_alternatives(
     try:
         rc, stdout, stderr = run(argv)
     except OSError as exc:
-        answer["error"] = f"{binary} could not be run: {exc}"
+        why = getattr(exc, "reason", "") or exc  # CommandError: the OS's words alone
+        answer["error"] = f"{binary} could not be run: {why}"
         return answer
     answer["rc"] = rc
     if rc != 0:

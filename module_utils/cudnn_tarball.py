@@ -38,6 +38,8 @@ import tempfile
 import zlib
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ansible.module_utils.atomic_file import write_atomic
+
 # Archive directory -> directory of the CUDA tree. NVIDIA's archives have lib/; the toolkit
 # keeps its libraries in lib64/ (a link to targets/<arch>/lib in NVIDIA's packages). Fixed:
 # every cuDNN redist archive has this layout, and the role's ld.so.conf entry names lib64.
@@ -420,18 +422,8 @@ def _make_dirs(path: str, uid: int, gid: int) -> None:
 
 def _write(entry: Source, dest: str, uid: int, gid: int) -> None:
     assert entry.opener is not None
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(dest), prefix=COPY_PREFIX)
-    try:
-        with os.fdopen(handle, "wb") as out, entry.opener() as src:
-            shutil.copyfileobj(src, out, CHUNK)
-            out.flush()
-            os.fchown(out.fileno(), uid, gid)
-            os.fchmod(out.fileno(), FILE_MODE)
-            os.fsync(out.fileno())
-        os.replace(temporary, dest)
-    finally:
-        if os.path.lexists(temporary):
-            os.unlink(temporary)
+    with entry.opener() as src:
+        write_atomic(dest, src, mode=FILE_MODE, owner=uid, group=gid, prefix=COPY_PREFIX)
 
 
 def _link(entry: Source, dest: str) -> None:

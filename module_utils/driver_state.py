@@ -21,7 +21,11 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.gpu_compat import driver_branch, version_cmp
+
+#: Seconds mokutil and dpkg-query may take.
+READ_TIMEOUT = 120
 
 FINISHED = ("installed", "not-installed", "config-files")
 
@@ -64,8 +68,11 @@ def read_secure_boot(module: Any, efivars_path: str) -> Dict[str, Any]:
     mokutil_output = None
     mokutil = module.get_bin_path("mokutil")
     if mokutil:
-        _rc, out, err = module.run_command([mokutil, "--sb-state"])
-        mokutil_output = (out or "") + (err or "")
+        try:
+            _rc, out, err = run([mokutil, "--sb-state"], READ_TIMEOUT)
+            mokutil_output = out + err
+        except CommandError:
+            mokutil_output = None  # the EFI variable, when there is one, still answers
     return secure_boot(efivar, mokutil_output)
 
 
@@ -76,10 +83,14 @@ def query_dpkg(module: Any, names: List[str]) -> Dict[str, Dict[str, Any]]:
     """
     if not names:
         return {}
-    rc, out, err = module.run_command(
-        ["dpkg-query", "-W", "--showformat=${Package}\\t${Version}\\t${Status}\\n", *names],
-        environ_update={"LC_ALL": "C"},
-    )
+    try:
+        rc, out, err = run(
+            ["dpkg-query", "-W", "--showformat=${Package}\\t${Version}\\t${Status}\\n", *names],
+            READ_TIMEOUT,
+            env_update={"LC_ALL": "C"},
+        )
+    except CommandError as exc:
+        module.fail_json(msg=str(exc))
     if rc > 1:
         module.fail_json(msg=f"dpkg-query failed (rc {rc}): {err.strip()}")
     return parse_dpkg_status(out.splitlines())

@@ -47,6 +47,7 @@ import shutil
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ansible.module_utils.command import Runner
 from ansible.module_utils.gpu_compat import _token_pattern
 from ansible.module_utils.nvidia_smi import (
     _issue,
@@ -436,7 +437,10 @@ def pci_facts(
     def name_of(slot: str) -> str:
         if not lspci or run_command is None:
             return ""
-        rc, out, _err = run_command([lspci, "-mm", "-s", slot])
+        try:
+            rc, out, _err = run_command([lspci, "-mm", "-s", slot])
+        except OSError:  # CommandError: lspci could not run or hung; the name stays empty
+            return ""
         return lspci_name(out.splitlines()[0]) if rc == 0 and out.strip() else ""
 
     found = pci_scan(root, name_of)
@@ -777,8 +781,6 @@ def fabric_health(
 # ---------------------------------------------------------------------------
 # For nvidia_smi_facts
 # ---------------------------------------------------------------------------
-
-Runner = Callable[[List[str]], Tuple[int, str, str]]
 
 
 def collect(

@@ -26,6 +26,11 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible.module_utils.command import CommandError, run
+
+#: Seconds ``dkms status`` and ``modinfo`` may take; past it their answer counts as empty.
+READ_TIMEOUT = 120
+
 # dkms 3: "nvidia-current/535.261.03, 6.1.0-28-amd64, x86_64: installed" or "name/ver: added"
 # dkms 2: "nvidia, 470.82.01, 5.4.0-91-generic, x86_64: installed" or "nvidia, 470.82.01: added"
 _DKMS3 = re.compile(
@@ -174,19 +179,25 @@ def read(module: Any, in_container: bool = False, name: str = "nvidia") -> Dict[
     """Read the host and decide: ``dkms status``, ``modinfo -k <running kernel> -F version``,
     /proc/driver/nvidia/version and the running kernel's build directory.
 
-    ``module`` is the AnsibleModule (its get_bin_path and run_command); nvidia_kernel_module_facts
+    ``module`` is the AnsibleModule (its get_bin_path); nvidia_kernel_module_facts
     and nvidia_driver_state (``kernel_module_facts``) both read through here.
     """
     kernel = os.uname().release
     dkms_text = ""
     dkms = module.get_bin_path("dkms")
     if dkms:
-        rc, out, _err = module.run_command([dkms, "status"])
+        try:
+            rc, out, _err = run([dkms, "status"], READ_TIMEOUT)
+        except CommandError:
+            rc, out = 1, ""
         dkms_text = out if rc == 0 else ""
     modinfo_version = ""
     modinfo = module.get_bin_path("modinfo")
     if modinfo:
-        rc, out, _err = module.run_command([modinfo, "-k", kernel, "-F", "version", name])
+        try:
+            rc, out, _err = run([modinfo, "-k", kernel, "-F", "version", name], READ_TIMEOUT)
+        except CommandError:
+            rc, out = 1, ""
         modinfo_version = out.strip() if rc == 0 else ""
     loaded = ""
     try:

@@ -5,7 +5,7 @@
 module runs. The roles render their few small files (profile.d snippets, an ld.so.conf.d
 entry) with ``lookup('ansible.builtin.template', ...)`` and hand the contents here: one run
 compares each file's bytes, replaces a differing one atomically (a temporary file in the
-same directory, then AnsibleModule.atomic_move) and sets owner, group and mode with
+same directory, then a rename: module_utils/atomic_file.py) and sets owner, group and mode with
 AnsibleModule's own file-attribute code. Check mode reports, writes nothing.
 
 A role that has already read the files in an earlier module run of the same stage (its
@@ -21,8 +21,9 @@ import hashlib
 import os
 import pwd
 import stat
-import tempfile
 from typing import Any, Dict, List, Optional
+
+from ansible.module_utils.atomic_file import write_atomic
 
 FILE_SPEC: Dict[str, Any] = {
     "path": {"type": "path", "required": True},
@@ -145,14 +146,9 @@ def _replace(module: Any, path: str, data: bytes) -> None:
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         module.fail_json(msg=f"managed_files: {directory} does not exist (writing {path})")
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".managed_files.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        module.atomic_move(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    # The file's mode, owner and group are kept (a new one gets the umask's); write()
+    # then sets the asked ones with AnsibleModule's attribute code.
+    write_atomic(path, data, prefix=".managed_files.")
 
 
 def write(module: Any) -> Dict[str, Any]:

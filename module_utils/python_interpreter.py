@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible.module_utils.command import Runner
 
 # Prints "3.12"; also runs on Python 2 and 3.6, so the answer is a version, not a crash.
 VERSION_SNIPPET = "import sys; print('%d.%d' % sys.version_info[:2])"
 VERSION_RE = re.compile(r"^\d+\.\d+$")
-
-# run(argv) -> (rc, stdout, stderr); raises OSError when the file cannot be executed.
-Runner = Callable[[List[str]], Tuple[int, str, str]]
 
 
 def version_argv(path: str) -> List[str]:
@@ -70,7 +69,8 @@ def read_interpreter(path: str, run: Runner) -> Dict[str, Any]:
     try:
         rc, stdout, stderr = run(version_argv(path))
     except OSError as exc:
-        result["error"] = f"{path} exists and is executable but could not be run: {exc}"
+        why = getattr(exc, "reason", "") or exc  # CommandError: the OS's words alone
+        result["error"] = f"{path} exists and is executable but could not be run: {why}"
         return result
     result["version"], result["error"] = parse_version(path, rc, stdout, stderr)
     return result

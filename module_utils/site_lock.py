@@ -15,6 +15,8 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterable, Optional
 
+from ansible.module_utils.atomic_file import write_atomic
+
 OWNER = "owner.json"
 POLL_SECONDS = 5.0
 UNKNOWN_OWNER = {"run_id": "unknown (no owner.json)", "epoch": 0}
@@ -30,11 +32,7 @@ def read_owner(path: str) -> Dict[str, Any]:
 
 
 def write_owner(path: str, owner: Dict[str, Any]) -> None:
-    tmp = os.path.join(path, f".{OWNER}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(owner, handle)
-    os.replace(tmp, os.path.join(path, OWNER))
+    write_atomic(os.path.join(path, OWNER), json.dumps(owner), mode=0o600)
 
 
 def takeover_reason(

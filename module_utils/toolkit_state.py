@@ -24,6 +24,8 @@ import os
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible.module_utils.command import Runner
+
 # nvcc --version: "Cuda compilation tools, release 12.6, V12.6.85".
 NVCC_RELEASE = re.compile(r"release ([0-9]+\.[0-9]+),")
 # cudnn_version.h (cudnn_version_v9.h, cudnn.h before 8): "#define CUDNN_MAJOR 9".
@@ -31,9 +33,6 @@ CUDNN_DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+CUDNN_(MAJOR|MINOR|PATCHLEVEL)[ \t]+([0-9]+)\b", re.M
 )
 CUDNN_PARTS = ("MAJOR", "MINOR", "PATCHLEVEL")
-
-# run(argv) -> (rc, stdout, stderr); raises OSError when the file cannot be executed.
-Runner = Callable[[List[str]], Tuple[int, str, str]]
 
 
 def nvcc_path(
@@ -84,7 +83,8 @@ def read_nvcc(path: str, run: Runner) -> Dict[str, Any]:
     try:
         rc, stdout, stderr = run([path, "--version"])
     except OSError as exc:
-        result["error"] = f"{path} could not be run: {exc}"
+        why = getattr(exc, "reason", "") or exc  # CommandError: the OS's words alone
+        result["error"] = f"{path} could not be run: {why}"
         return result
     result["rc"] = rc
     result["release"] = nvcc_release(stdout)

@@ -16,6 +16,7 @@ import time
 import dpkg_ready
 import pytest
 from ansible.module_utils import dpkg_state as ds
+from ansible.module_utils.command import Result
 from ansible.module_utils.testing import patch_module_args
 
 HOLD_LOCK = """
@@ -156,7 +157,7 @@ def test_module_with_free_locks_reports_the_host_state(tmp_path, capsys, monkeyp
     monkeypatch.setattr(
         dpkg_ready,
         "run_dpkg",
-        lambda args: subprocess.CompletedProcess(["dpkg", *args], 0, "", ""),
+        lambda args: Result(0, "", ""),
     )
     failed, result = run_module({"locks": [str(tmp_path / "lock")], "timeout": 0}, capsys)
     assert not failed
@@ -171,9 +172,9 @@ def test_module_repairs_an_interrupted_run(tmp_path, capsys, monkeypatch):
         calls.append(args)
         if args == ["--configure", "-a"]:
             (tmp_path / "0003").unlink()
-            return subprocess.CompletedProcess(args, 0, "Setting up nvidia-driver-535\n", "")
+            return Result(0, "Setting up nvidia-driver-535\n", "")
         audit = AUDIT_HALF_CONFIGURED if len(calls) == 1 else ""
-        return subprocess.CompletedProcess(args, 0, audit, "")
+        return Result(0, audit, "")
 
     monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
     monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)
@@ -192,7 +193,7 @@ def test_module_check_mode_reports_without_repairing(tmp_path, capsys, monkeypat
 
     def fake_dpkg(args):
         calls.append(args)
-        return subprocess.CompletedProcess(args, 0, "", "")
+        return Result(0, "", "")
 
     monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
     monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)
@@ -208,13 +209,12 @@ def test_module_fails_when_the_repair_fails(tmp_path, capsys, monkeypatch):
 
     def fake_dpkg(args):
         if args == ["--configure", "-a"]:
-            return subprocess.CompletedProcess(
-                args,
+            return Result(
                 1,
                 "",
                 "subprocess installed post-installation script returned error exit status 1",
             )
-        return subprocess.CompletedProcess(args, 0, "", "")
+        return Result(0, "", "")
 
     monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
     monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)

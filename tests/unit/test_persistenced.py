@@ -61,14 +61,14 @@ def test_dropin_resets_execstart_and_quotes_arguments():
 
 def test_module_reads_systemctl_and_returns_the_dropin(monkeypatch, capsys):
     import nvidia_persistenced_plan
-    from ansible.module_utils import basic
+    from ansible.module_utils.command import Result
     from ansible.module_utils.testing import patch_module_args
 
-    def fake_run(self, args, **kwargs):
+    def fake_run(args, timeout, **kwargs):
         assert args[:3] == ["systemctl", "show", "-p"], args
-        return 0, UBUNTU + "\n", ""
+        return Result(0, UBUNTU + "\n", "")
 
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", fake_run)
+    monkeypatch.setattr(nvidia_persistenced_plan, "run", fake_run)
     with patch_module_args({}), pytest.raises(SystemExit):
         nvidia_persistenced_plan.main()
     result = json.loads(capsys.readouterr().out)
