@@ -71,8 +71,8 @@ options:
       - V(quick) runs fp32, amp_fp16 (the seed recipe), amp_fp16_cl (about 35 s on an
         H200; its fp16 modes take cuDNN's heuristic algorithms) and the h2d, membw and
         matmul probes that the floors judge (O(floor_waivers)).
-      - V(full) adds tf32, both bf16 modes, torch.compile, DDP over all local GPUs, and
-        the input_pipeline probe.
+      - V(full) adds tf32, both bf16 modes, torch.compile, DDP over the GPUs measured
+        (every local GPU but those O(busy_gpu) left out), and the input_pipeline probe.
     type: str
     choices: [quick, full]
     default: quick
@@ -147,10 +147,11 @@ options:
       - Floors to waive (C(module_utils/gpu_floors.py), the catalogue's C(throughput_floors)).
         A waived floor is judged and reported as V(waived), with the status it would have
         had, and never fails the host.
-      - The floors hold GPU 0's PCIe link under load to what GPU and slot support
-        (V(pcie_link)), pinned copies both ways to 75% of that link's rate (V(h2d),
+      - The floors hold each measured GPU's PCIe link under load to what GPU and slot
+        support (V(pcie_link)), pinned copies both ways to 75% of that link's rate (V(h2d),
         V(d2h)), device memory bandwidth to 75% of the datasheet's (V(membw)), and dense
-        matmul to half the datasheet's TFLOP/s per precision (warn only).
+        matmul to half the datasheet's TFLOP/s per precision (warn only). A waiver waives
+        the floor on every GPU.
     type: list
     elements: str
     choices: [pcie_link, h2d, d2h, membw, matmul_fp32, matmul_tf32, matmul_bf16, matmul_fp16]
@@ -167,7 +168,8 @@ options:
         out the GPUs still busy. V(skip) leaves them out at once. V(measure) measures them
         anyway; the causes still name the other process.
       - A GPU left out is measured by nobody (the program gets C(--gpus) with the free
-        ones) and reported as not measured because busy, naming the process.
+        ones, so its single-GPU modes, its probes and its ddp world are those GPUs) and
+        reported as not measured because busy, naming the process.
     type: str
     choices: [skip, wait, measure]
     default: wait
@@ -254,6 +256,9 @@ throughput:
       description:
         - h2d (pinned copies both ways, gb_s and d2h_gb_s, and link_under_load, the PCIe
           link read while they ran), membw, matmul and input_pipeline results.
+        - h2d, membw and matmul run on every measured GPU, one GPU at a time after the
+          modes; each has C(gpus), every GPU's result with its C(gpu_index), and is itself
+          the first GPU's result (as a one-GPU report has it).
       type: dict
     seed_ratio:
       description: Best single-GPU mode vs the seed recipe (amp_fp16, NCHW).
@@ -287,16 +292,20 @@ probes_judged:
   type: dict
 floors:
   description:
-    - The floors of GPU 0 (C(module_utils/gpu_floors.py)), in the catalogue's order, each
-      with name, label, measured, unit, floor (warn and fail levels; fail null for a
-      warn-only floor), basis, status (pass, warn, fail, not_run or waived), reason,
-      source, gpu, and anchor (what NHC or DCGM fails the card below) where they have it.
+    - The floors of every probed GPU (C(module_utils/gpu_floors.py)), GPU by GPU and in
+      the catalogue's order within a GPU, each with gpu (its index), name, label,
+      measured, unit, floor (warn and fail levels; fail null for a warn-only floor),
+      basis, status (pass, warn, fail, not_run or waived), reason, source, and anchor
+      (what NHC or DCGM fails the card below) where they have it.
     - A failed floor fails the host; warn, not_run and waived floors never do.
   returned: when the program ran
   type: list
   elements: dict
 floors_line:
-  description: The floors in one line (counts per status, then each failed or warned floor).
+  description:
+    - The floors in one line (counts per status, then each failed or warned floor), naming
+      the GPU where more than one was probed, e.g. C(FAIL GPU 5 pcie_link Gen5 x8 (floor
+      Gen5 x16)).
   returned: when the program ran
   type: str
 not_run:
@@ -443,7 +452,7 @@ import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from ansible.module_utils import gpu_busy  # noqa: E402
+from ansible.module_utils import command, gpu_busy  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.gpu_floors import (  # noqa: E402
     FLOOR_NAMES,
@@ -535,9 +544,9 @@ def build_command(params, known_key):
 
 def read_smi(smi):
     """One ``nvidia-smi -q -x`` read, parsed; OSError/ValueError when it fails."""
-    proc = subprocess.run(xml_command(smi), capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode != 0:
-        raise ValueError(f"nvidia-smi exited {proc.returncode}: {proc.stderr.strip()[:200]}")
+    proc = command.run(xml_command(smi), 60)
+    if proc.rc != 0:
+        raise ValueError(f"nvidia-smi exited {proc.rc}: {proc.stderr.strip()[:200]}")
     return parse_xml(proc.stdout)
 
 

@@ -16,8 +16,14 @@ A floor's levels are fractions of its basis:
   support (fail) and what the card supports (warn).
 
 Each floor ends as pass, warn, fail, not_run (with the reason) or waived (named in the
-inventory's waivers: reported, never failed). Python 3.8, standard library only (it runs
-inside Ansible modules).
+inventory's waivers: reported, never failed).
+
+Every probed GPU is judged: the program runs the floors' probes on each GPU it measured,
+one GPU at a time, and lists each GPU's result in ``probes.<name>.gpus`` (each with its
+``gpu_index``; ``probes.<name>`` itself is the first GPU's, as in older reports, which
+judge as GPU ``gpu_index`` or 0). Each floor row carries its ``gpu``, and the floors
+line names the GPU that fails. Python 3.8, standard library only (it runs inside
+Ansible modules).
 """
 
 from __future__ import annotations
@@ -373,19 +379,44 @@ def _anchors(name: str, gpu_key: str) -> Optional[Dict[str, Any]]:
     }
 
 
+def probed_gpus(probes: Mapping[str, Any]) -> List[Any]:
+    """Each probed GPU's own probes, in GPU order: [(index, {probe: that GPU's result})].
+
+    A probe with ``gpus`` (the program's per-GPU list) gives each GPU its entry; one
+    without (an older report) is the GPU of its ``gpu_index``, else GPU 0. Only the
+    probes a floor reads count: a host probe (input_pipeline) names no GPU.
+    """
+    wanted = {spec["probe"] for spec in FLOORS.values()}
+    per: Dict[int, Dict[str, Any]] = {}
+    for name, result in (probes or {}).items():
+        if name not in wanted or not isinstance(result, Mapping):
+            continue
+        entries = result.get("gpus")
+        if not isinstance(entries, list) or not entries:
+            entries = [result]
+        for entry in entries:
+            if isinstance(entry, Mapping):
+                index = _int(entry.get("gpu_index"))
+                per.setdefault(0 if index is None else index, {})[name] = entry
+    return sorted(per.items()) or [(0, {})]
+
+
 def judge_floors(
     report: Mapping[str, Any],
     gpu_key: str,
     nvidia_smi: Optional[Mapping[str, Any]] = None,
     waivers: Iterable[str] = (),
 ) -> Dict[str, Any]:
-    """Every floor for the report's probed GPU (GPU 0), and the floors' verdict.
+    """Every floor for every probed GPU of the report, and the floors' verdict.
 
-    Returns ``floors`` (a list, in the catalogue's order: name, label, measured, unit,
-    floor {warn, fail}, basis, status, reason, source, and ``anchor`` where NHC or DCGM
-    has a value for the card), ``verdict`` (fail, warn, pass, or not_run when nothing was
-    judged), ``counts``, ``failed``, ``warned`` and ``line``. A waived floor keeps the
-    status it would have had in ``waived_status`` and never fails.
+    Returns ``floors`` (a list, GPU by GPU and in the catalogue's order within a GPU:
+    gpu, name, label, measured, unit, floor {warn, fail}, basis, status, reason, source,
+    and ``anchor`` where NHC or DCGM has a value for the card), ``gpus`` (the GPUs
+    judged), ``verdict`` (fail, warn, pass, or not_run when nothing was judged),
+    ``counts`` (rows), ``failed`` and ``warned`` (floor names, each once),
+    ``failed_gpus`` and ``warned_gpus`` (GPU indices) and ``line``. A waived floor (on
+    every GPU) keeps the status it would have had in ``waived_status`` and never fails.
+    Every GPU is held to ``gpu_key``'s datasheet (the host's model).
     """
     waived = set(waivers or ())
     unknown = sorted(waived - set(FLOOR_NAMES))
@@ -393,70 +424,106 @@ def judge_floors(
         raise ValueError(
             f"unknown floor(s) to waive {unknown}; the floors are {', '.join(FLOOR_NAMES)}"
         )
-    probes = (report or {}).get("probes") or {}
     device = ((report or {}).get("config") or {}).get("device")
     floors: List[Dict[str, Any]] = []
-    for name, spec in FLOORS.items():
-        if device == "cpu":
-            entry = _entry(name, reason="device is cpu: the floors are for a GPU")
-        elif name == "pcie_link":
-            entry = judge_link(probes, nvidia_smi)
-        elif spec["basis"] == "pcie_link":
-            entry = judge_copy(name, probes, nvidia_smi)
-        elif name == "membw":
-            entry = judge_membw(probes, gpu_key)
-        else:
-            entry = judge_matmul(name, probes, gpu_key)
-        anchor = _anchors(name, gpu_key)
-        if anchor:
-            entry["anchor"] = anchor
-        entry["gpu"] = (probes.get(spec["probe"]) or {}).get("gpu_index", 0)
-        if name in waived:
-            entry["waived_status"] = entry["status"]
-            entry["reason"] = (
-                f"gpu_check_floor_waivers waives this floor; it would be {entry['status']}"
-                + (f": {entry['reason']}" if entry["reason"] else "")
-            )
-            entry["status"] = "waived"
-        floors.append(entry)
+    for index, probes in probed_gpus((report or {}).get("probes") or {}):
+        for name, spec in FLOORS.items():
+            if device == "cpu":
+                entry = _entry(name, reason="device is cpu: the floors are for a GPU")
+            elif name == "pcie_link":
+                entry = judge_link(probes, nvidia_smi)
+            elif spec["basis"] == "pcie_link":
+                entry = judge_copy(name, probes, nvidia_smi)
+            elif name == "membw":
+                entry = judge_membw(probes, gpu_key)
+            else:
+                entry = judge_matmul(name, probes, gpu_key)
+            anchor = _anchors(name, gpu_key)
+            if anchor:
+                entry["anchor"] = anchor
+            entry["gpu"] = index
+            if name in waived:
+                entry["waived_status"] = entry["status"]
+                entry["reason"] = (
+                    f"gpu_check_floor_waivers waives this floor; it would be {entry['status']}"
+                    + (f": {entry['reason']}" if entry["reason"] else "")
+                )
+                entry["status"] = "waived"
+            floors.append(entry)
     return summarise(floors)
+
+
+def _names_gpus(floors: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the lines name each row's GPU: several GPUs, or one that is not GPU 0."""
+    gpus = {entry.get("gpu", 0) for entry in floors}
+    return len(gpus) > 1 or gpus - {0} != set()
 
 
 def summarise(floors: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     counts = {s: 0 for s in STATUSES}
     for entry in floors:
         counts[entry["status"]] += 1
-    failed = [e["name"] for e in floors if e["status"] == "fail"]
-    warned = [e["name"] for e in floors if e["status"] == "warn"]
+
+    def named(status: str) -> List[str]:
+        """The floor names at this status, each once, in the catalogue's order."""
+        return [
+            n for n in FLOOR_NAMES if any(e["status"] == status and e["name"] == n for e in floors)
+        ]
+
+    def gpus_at(status: str) -> List[Any]:
+        return sorted({e.get("gpu", 0) for e in floors if e["status"] == status})
+
     judged = [e["status"] for e in floors if e["status"] in ("pass", "warn", "fail")]
     verdict = max(judged, key=lambda s: _SEVERITY[s]) if judged else "not_run"
     return {
         "floors": list(floors),
+        "gpus": sorted({e.get("gpu", 0) for e in floors}),
         "verdict": verdict,
         "counts": counts,
-        "failed": failed,
-        "warned": warned,
+        "failed": named("fail"),
+        "warned": named("warn"),
+        "failed_gpus": gpus_at("fail"),
+        "warned_gpus": gpus_at("warn"),
         "line": floors_line(floors, counts),
     }
 
 
+def _shown(entry: Mapping[str, Any]) -> str:
+    """'30.1 < 47.3 GB/s' or 'Gen5 x8 (floor Gen5 x16)': a failing row's figure and level."""
+    level = entry["floor"].get(entry["status"])
+    if isinstance(entry["measured"], (int, float)) and isinstance(level, (int, float)):
+        return f"{_fmt(entry['measured'])} < {_fmt(level)} {entry['unit']}"
+    return f"{entry['measured']} (floor {level})"
+
+
 def floors_line(floors: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> str:
-    """'Floors: 5 pass, 1 warn, 0 fail, 2 not_run, 0 waived; FAIL h2d 30.1 < 47.3 GB/s'."""
-    parts = [
-        "Floors: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES),
-    ]
-    for entry in floors:
-        if entry["status"] not in ("fail", "warn"):
-            continue
-        level = entry["floor"].get(entry["status"])
-        if isinstance(entry["measured"], (int, float)) and isinstance(level, (int, float)):
+    """'Floors: 5 pass, 1 warn, 0 fail, 2 not_run, 0 waived; FAIL h2d 30.1 < 47.3 GB/s'.
+
+    With several GPUs (or one that is not GPU 0) it names them: 'Floors on 8 GPUs: ...;
+    FAIL GPU 5 pcie_link Gen5 x8 (floor Gen5 x16); FAIL membw on GPU 3, 6: lowest GPU 3
+    2,100 < 2,512.5 GB/s'. Failures come first, then warnings, each floor once.
+    """
+    gpus = sorted({entry.get("gpu", 0) for entry in floors})
+    head = f"Floors on {len(gpus)} GPUs: " if len(gpus) > 1 else "Floors: "
+    parts = [head + ", ".join(f"{counts[s]} {s}" for s in STATUSES)]
+    naming = _names_gpus(floors)
+    for status in ("fail", "warn"):
+        groups: Dict[str, List[Mapping[str, Any]]] = {}
+        for entry in floors:
+            if entry["status"] == status:
+                groups.setdefault(entry["name"], []).append(entry)
+        for name in sorted(groups, key=FLOOR_NAMES.index):
+            rows = groups[name]
+            if len(rows) == 1:
+                where = f"GPU {rows[0].get('gpu', 0)} " if naming else ""
+                parts.append(f"{status.upper()} {where}{name} {_shown(rows[0])}")
+                continue
+            numeric = [r for r in rows if isinstance(r["measured"], (int, float))]
+            worst = min(numeric, key=lambda r: r["measured"]) if numeric else rows[0]
+            listed = ", ".join(str(r.get("gpu", 0)) for r in rows)
             parts.append(
-                f"{entry['status'].upper()} {entry['name']} {_fmt(entry['measured'])} < "
-                f"{_fmt(level)} {entry['unit']}"
-            )
-        else:
-            parts.append(
-                f"{entry['status'].upper()} {entry['name']} {entry['measured']} (floor {level})"
+                f"{status.upper()} {name} on GPU {listed}: "
+                f"{'lowest ' if numeric else ''}GPU {worst.get('gpu', 0)} {_shown(worst)}"
             )
     return "; ".join(parts)
 
@@ -464,11 +531,14 @@ def floors_line(floors: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) 
 def apply_to_judgement(judgement: Dict[str, Any], floors: Mapping[str, Any]) -> Dict[str, Any]:
     """A failed floor fails the host (``verdict``); warn, not_run and waived floors never do."""
     judgement["failed_floors"] = list(floors["failed"])
+    judgement["failed_floor_gpus"] = list(floors.get("failed_gpus") or [])
     if floors["failed"]:
         judgement["verdict"] = "fail"
     return judgement
 
 
 def failure_reasons(floors: Mapping[str, Any]) -> List[str]:
-    """The failed floors' reasons, for the failure message."""
-    return [e["reason"] for e in floors["floors"] if e["status"] == "fail" and e["reason"]]
+    """The failed floors' reasons, for the failure message ('GPU 5: ...' with several GPUs)."""
+    rows = [e for e in floors["floors"] if e["status"] == "fail" and e["reason"]]
+    naming = _names_gpus(floors["floors"])
+    return [(f"GPU {e.get('gpu', 0)}: " if naming else "") + e["reason"] for e in rows]

@@ -844,17 +844,45 @@ def no_reference_reason(gpu_key: str, mode: str) -> str:
 
 
 def judge_probes(probes: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Each probe of the report: pass (it ran and measured), fail (it errored), not_run."""
+    """Each probe of the report: pass (it ran and measured), fail (it errored), not_run.
+
+    A probe run on several GPUs (``gpus``, one result per GPU) fails when it failed on
+    any of them (naming the GPU), passes when it measured on one and failed on none.
+    """
     out: Dict[str, Dict[str, Any]] = {}
     for name, result in (probes or {}).items():
-        status = (result or {}).get("status")
-        reason = (result or {}).get("reason")
-        if status == "ok":
-            out[name] = {"status": "pass", "reason": None}
-        elif status == "skipped":
-            out[name] = {"status": "not_run", "reason": "skipped: " + (reason or "not run")}
+        result = result or {}
+        runs = [r for r in result.get("gpus") or [] if isinstance(r, Mapping)] or [result]
+        several = len(runs) > 1
+        failed = [r for r in runs if r.get("status") not in ("ok", "skipped")]
+        if failed:
+            out[name] = {
+                "status": "fail",
+                "reason": "; ".join(
+                    f"the {name} probe failed"
+                    + (f" on GPU {r.get('gpu_index')}" if several else "")
+                    + f": {r.get('reason')}"
+                    for r in failed
+                ),
+            }
+        elif any(r.get("status") == "ok" for r in runs):
+            skipped = [r.get("gpu_index") for r in runs if r.get("status") == "skipped"]
+            out[name] = {
+                "status": "pass",
+                "reason": (
+                    "skipped on GPU {}: {}".format(
+                        ", ".join(str(i) for i in skipped),
+                        next(r.get("reason") for r in runs if r.get("status") == "skipped"),
+                    )
+                    if skipped
+                    else None
+                ),
+            }
         else:
-            out[name] = {"status": "fail", "reason": f"the {name} probe failed: {reason}"}
+            out[name] = {
+                "status": "not_run",
+                "reason": "skipped: " + (runs[0].get("reason") or "not run"),
+            }
     return out
 
 
@@ -1590,13 +1618,20 @@ def diagnose_causes(
     rows.extend(hardware)
     if torch_cuda:
         rows.extend(_torch_causes(torch_cuda, gpus))
-    h2d = ((report or {}).get("probes") or {}).get("h2d") or {}
-    if h2d.get("status") == "ok" and h2d.get("gb_s") is not None and h2d["gb_s"] < 10:
+    h2d_probe = ((report or {}).get("probes") or {}).get("h2d") or {}
+    h2d_runs = [
+        r
+        for r in (h2d_probe.get("gpus") or [h2d_probe])
+        if isinstance(r, Mapping) and r.get("status") == "ok" and r.get("gb_s") is not None
+    ]
+    h2d = min(h2d_runs, key=lambda r: r["gb_s"]) if h2d_runs else {}
+    if h2d and h2d["gb_s"] < 10:
         rows.append(
             cause(
                 "h2d-slow",
-                None,
-                f"pinned host-to-device copies reach only {h2d['gb_s']:.1f} GB/s (PCIe Gen4 x16 "
+                h2d.get("gpu_index") if len(h2d_runs) > 1 else None,
+                ("GPU {}: ".format(h2d.get("gpu_index")) if len(h2d_runs) > 1 else "")
+                + f"pinned host-to-device copies reach only {h2d['gb_s']:.1f} GB/s (PCIe Gen4 x16 "
                 "gives ~25, Gen5 ~50): the PCIe path is slow.",
                 "Check the PCIe link (slot, riser, BIOS) and the NUMA placement.",
             )

@@ -206,3 +206,21 @@ def test_module_skips_one_busy_gpu_of_two(monkeypatch: Any, capsys: Any) -> None
     assert result["not_measured"] == [1]
     assert result["causes"][0]["code"] == "gpu-busy" and result["causes"][0]["gpu"] == 1
     assert "GPU 1 NOT MEASURED: busy (pid 559" in result["summary"]
+
+
+def test_module_full_profile_leaves_the_busy_gpu_out_of_every_mode_and_ddp(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    # CONSTRUCTED: eight real idle readings as GPUs 0-7, GPU 5 the real memheld one. The
+    # program gets the kept GPUs as --gpus: its single-GPU modes, its probes and its ddp
+    # world are those GPUs (tests/unit/test_gpu_throughput_program.py runs the program so).
+    idle, held = reading("idle"), reading("memheld")
+    gpus = [dict((held if i == 5 else idle)["gpus"][0], index=i) for i in range(8)]
+    fake_smi(monkeypatch, dict(idle, gpu_count=8, gpus=gpus))
+    args = fake_args(busy_gpu="skip", profile="full")
+    result = call_module_in_process(monkeypatch, capsys, args)
+    cmd = result["cmd"]
+    assert cmd[cmd.index("--profile") + 1] == "full"
+    assert cmd[-2:] == ["--gpus", "0,1,2,3,4,6,7"] and cmd.count("--gpus") == 1
+    assert "--world-size" not in cmd  # ddp's world follows --gpus
+    assert result["not_measured"] == [5] and result["busy"]["measure"] == [0, 1, 2, 3, 4, 6, 7]

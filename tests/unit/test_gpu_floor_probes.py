@@ -183,3 +183,102 @@ def test_the_floor_probes_on_cpu_skip_or_run_with_reasons() -> None:
     assert probes["matmul"]["status"] == "ok"
     assert set(probes["matmul"]["results"]) == {"fp32", "bf16"}
     assert (PROGRAM / "probes.py").is_file()
+
+
+# ----------------------------------------------------------------------------- every GPU
+
+
+def test_the_link_is_asked_of_the_probed_gpu(probes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoProps:
+        class cuda:
+            @staticmethod
+            def get_device_properties(index: int) -> Any:
+                raise RuntimeError("no bus id")
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert probes._smi_target(NoProps, 5) == "5"  # PCI bus order, as nvidia-smi numbers
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    assert probes._smi_target(NoProps, 2) == "6"
+    assert probes._smi_target(FakeCtx().torch, 3) == "00000000:18:00.0"
+
+
+def test_the_floor_probes_run_on_each_gpu_in_turn_and_the_host_probe_once(
+    probes: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the CPU (simulated GPUs 1, 4 and 6, as when GPUs 0, 2, 3, 5 and 7 were left out):
+    # the probes are stand-ins that record which GPU's context ran them, and when.
+    torch = pytest.importorskip("torch")
+    program = load_program_module()
+    calls: List[Any] = []
+
+    def stand_in(name: str) -> Any:
+        def probe(ctx: Any) -> Dict[str, Any]:
+            calls.append((name, ctx.index))
+            if (name, ctx.index) == ("membw", 4):
+                raise RuntimeError("boom")
+            return {"status": "ok", "reason": None, "value": ctx.index}
+
+        return probe
+
+    for name in probes.PROBE_ORDER:
+        monkeypatch.setitem(probes.PROBES, name, stand_in(name))
+    plan = program.cli.resolve_plan(
+        program.cli.build_parser().parse_args(
+            ["--device", "cpu", "--gpus", "1,4,6", "--probes", "h2d,membw,matmul,input_pipeline"]
+        )
+    )
+    ctx = program.context.Context(torch, None, plan)
+    out = probes.run_probes(ctx, [1, 4, 6])
+    # One GPU at a time, every floor probe on it; the host's probe once, last, on the first.
+    assert calls == [
+        *[(n, 1) for n in ("h2d", "membw", "matmul")],
+        *[(n, 4) for n in ("h2d", "membw", "matmul")],
+        *[(n, 6) for n in ("h2d", "membw", "matmul")],
+        ("input_pipeline", 1),
+    ]
+    for name in ("h2d", "membw", "matmul"):
+        assert [g["gpu_index"] for g in out[name]["gpus"]] == [1, 4, 6]
+        # The top level is the first GPU's result, as a one-GPU report has it.
+        assert out[name]["gpu_index"] == 1 and out[name]["status"] == "ok"
+    assert out["membw"]["gpus"][1] == {
+        "status": "failed",
+        "reason": "RuntimeError: boom",
+        "gpu_index": 4,
+    }
+    assert "gpus" not in out["input_pipeline"] and out["input_pipeline"]["value"] == 1
+    # Over the budget, each GPU's probes are skipped with the reason.
+    monkeypatch.setattr(program.context.Context, "over_budget", lambda self: "budget used up")
+    skipped = probes.run_probes(ctx, [1, 4])
+    assert [g["status"] for g in skipped["h2d"]["gpus"]] == ["skipped", "skipped"]
+    assert skipped["h2d"]["gpus"][1] == {
+        "status": "skipped",
+        "reason": "budget used up",
+        "gpu_index": 4,
+    }
+
+
+def test_a_gpu_that_cannot_be_set_up_fails_its_probes_and_the_others_run(
+    probes: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    program = load_program_module()
+    real = probes.Context
+
+    def context(torch: Any, tv: Any, plan: Any, index: int = 0) -> Any:
+        if index == 3:
+            raise RuntimeError("CUDA error: unspecified launch failure")
+        return real(torch, tv, plan, index=index)
+
+    monkeypatch.setattr(probes, "Context", context)
+    for name in probes.PER_GPU_PROBES:
+        monkeypatch.setitem(probes.PROBES, name, lambda ctx: {"status": "ok", "reason": None})
+    plan = program.cli.resolve_plan(
+        program.cli.build_parser().parse_args(["--device", "cpu", "--probes", "h2d,matmul"])
+    )
+    out = probes.run_probes(real(torch, None, plan), [0, 3, 5])
+    assert [g["status"] for g in out["h2d"]["gpus"]] == ["ok", "failed", "ok"]
+    assert out["matmul"]["gpus"][1] == {
+        "status": "failed",
+        "reason": "GPU 3 could not be probed: RuntimeError: CUDA error: unspecified launch failure",
+        "gpu_index": 3,
+    }

@@ -370,3 +370,160 @@ def test_the_module_fails_a_host_below_a_floor_and_a_waiver_keeps_it(
     args["floor_waivers"] = ["nvlink"]
     refused = call_module_in_process(monkeypatch, capsys, args)
     assert refused["failed"] and "floor_waivers" in refused["msg"]
+
+
+# ----------------------------------------------------------------------------- every GPU
+
+
+def eight_gpu_report(
+    slow_link: int = 5, slow_hbm: int = 3, gpus: Any = range(8), **changes: Any
+) -> Dict[str, Any]:
+    """A CONSTRUCTED 8 x H100 SXM report, probes on every GPU (``probes.<name>.gpus``, as
+    the program writes them): GPU ``slow_link``'s link trained to x8 (its copies still
+    pass on the x8 link), GPU ``slow_hbm``'s memory bandwidth is 2,100 GB/s."""
+    per: Dict[str, list] = {"h2d": [], "membw": [], "matmul": []}
+    for index in gpus:
+        one = report(
+            link_under_load=link(width=8) if index == slow_link else None,
+            h2d=26.0 if index == slow_link else 53.0,
+            d2h=27.0 if index == slow_link else 54.0,
+            membw=2100.0 if index == slow_hbm else 2900.0,
+            **changes.get(index, {}),
+        )["probes"]
+        for name in per:
+            per[name].append(dict(one[name], gpu_index=index))
+    probes = {name: dict(runs[0], gpus=runs) for name, runs in per.items()}
+    return {"config": {"device": "cuda"}, "probes": probes}
+
+
+def test_every_gpu_is_judged_and_the_failing_gpus_are_named() -> None:
+    judged = judge_floors(eight_gpu_report(), H100)
+    rows = judged["floors"]
+    assert len(rows) == 8 * len(FLOOR_NAMES) and judged["gpus"] == list(range(8))
+    assert [r["gpu"] for r in rows[:: len(FLOOR_NAMES)]] == list(range(8))  # GPU by GPU
+    failing = {(r["gpu"], r["name"]) for r in rows if r["status"] == "fail"}
+    assert failing == {(5, "pcie_link"), (3, "membw")}
+    assert judged["verdict"] == "fail" and judged["failed"] == ["pcie_link", "membw"]
+    assert judged["failed_gpus"] == [3, 5]
+    assert judged["counts"]["pass"] == 8 * len(FLOOR_NAMES) - 2
+    # GPU 5's copies are held to the x8 link it ran on (31.5 GB/s), and pass there.
+    gpu5 = {r["name"]: r for r in rows if r["gpu"] == 5}
+    assert gpu5["h2d"]["status"] == "pass" and gpu5["h2d"]["basis"].startswith("Gen5 x8")
+    line = judged["line"]
+    assert line.startswith("Floors on 8 GPUs: 62 pass, 0 warn, 2 fail, 0 not_run, 0 waived")
+    assert "FAIL GPU 5 pcie_link Gen5 x8 (floor Gen5 x16)" in line
+    assert "FAIL GPU 3 membw 2,100 < 2,512.5 GB/s" in line
+    reasons = failure_reasons(judged)
+    assert reasons[0].startswith("GPU 3: device memory bandwidth (copy, read + write): 2,100")
+    assert reasons[1].startswith("GPU 5: the PCIe link ran Gen5 x8 under load")
+    judgement = apply_to_judgement({"verdict": "pass"}, judged)
+    assert judgement["failed_floors"] == ["pcie_link", "membw"]
+    assert judgement["failed_floor_gpus"] == [3, 5]
+
+
+def test_each_gpu_is_held_to_its_own_facts_and_a_floor_failing_on_several_is_one_entry() -> None:
+    # The link not read under load on any GPU: each GPU's copies fall back to its own
+    # maximum in the facts (GPU 2's slot is x8), and a matmul warning on two GPUs is
+    # one line entry naming both and the lowest.
+    doc = eight_gpu_report(slow_link=-1, slow_hbm=-1, gpus=range(4))
+    for run in doc["probes"]["h2d"]["gpus"]:
+        run["link_under_load"] = {"reason": "nvidia-smi is not on PATH"}
+    for index, tflops in ((1, 300.0), (2, 200.0)):
+        doc["probes"]["matmul"]["gpus"][index]["results"]["bf16"]["tflop_s"] = tflops
+    facts = {
+        "gpus": [
+            {"index": i, "pcie_gen_max": 5, "pcie_width_max": 8 if i == 2 else 16} for i in range(4)
+        ]
+    }
+    judged = judge_floors(doc, H100, facts)
+    h2d = {r["gpu"]: r for r in judged["floors"] if r["name"] == "h2d"}
+    assert "Gen5 x8 the link's maximum" in h2d[2]["basis"]
+    assert "Gen5 x16 the link's maximum" in h2d[0]["basis"]
+    assert judged["warned"] == ["matmul_bf16"] and judged["warned_gpus"] == [1, 2]
+    assert "WARN matmul_bf16 on GPU 1, 2: lowest GPU 2 200 < 494.8 TFLOP/s" in judged["line"]
+
+
+def test_older_and_one_gpu_reports_read_as_before() -> None:
+    # A report without ``gpus`` (older programs, GPU 0 only) and a one-GPU report of the
+    # new program judge the same, and name no GPU in the line.
+    old = judge_floors(report(membw=2100.0), H100)
+    new = judge_floors(eight_gpu_report(slow_link=-1, slow_hbm=0, gpus=[0]), H100)
+    assert old["line"] == new["line"]
+    assert old["line"].endswith("FAIL membw 2,100 < 2,512.5 GB/s")
+    assert {r["gpu"] for r in old["floors"]} == {0} and old["gpus"] == [0]
+    assert failure_reasons(old)[0].startswith("device memory bandwidth")
+    # GPU 0 left out as busy: the one GPU probed is named.
+    busy = judge_floors(eight_gpu_report(slow_link=-1, slow_hbm=1, gpus=[1]), H100)
+    assert busy["gpus"] == [1] and "FAIL GPU 1 membw" in busy["line"]
+
+
+def test_a_probe_skipped_on_one_gpu_is_not_run_there_only() -> None:
+    doc = eight_gpu_report(slow_link=-1, slow_hbm=-1, gpus=range(2))
+    doc["probes"]["membw"]["gpus"][1] = {
+        "status": "skipped",
+        "reason": "the --max-seconds budget of 85 s was used up (86 s elapsed)",
+        "gpu_index": 1,
+    }
+    rows = {(r["gpu"], r["name"]): r for r in judge_floors(doc, H100)["floors"]}
+    assert rows[(0, "membw")]["status"] == "pass"
+    assert rows[(1, "membw")]["status"] == "not_run"
+    assert "budget of 85 s was used up" in rows[(1, "membw")]["reason"]
+
+
+def test_the_module_names_the_gpus_below_their_floors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from test_gpu_throughput_module import call_module_in_process, fake_args
+
+    path = module_doc(tmp_path)
+    doc = json.loads(path.read_text())
+    # An H200 host's probes on eight GPUs (CONSTRUCTED): GPU 5 on an x8 link, GPU 3's
+    # memory at 3,000 GB/s (the H200's fail floor is 3,600).
+    eight = eight_gpu_report(slow_link=5, slow_hbm=-1)
+    eight["probes"]["membw"]["gpus"][3]["gb_s"] = 3000.0
+    for run in eight["probes"]["membw"]["gpus"]:
+        run["gb_s"] = run["gb_s"] if run["gpu_index"] == 3 else 4300.0
+    doc["probes"] = eight["probes"]
+    path.write_text(json.dumps(doc))
+    args = fake_args()
+    args["extra_args"] = ["--fake-doc", str(path)]
+    result = call_module_in_process(monkeypatch, capsys, args)
+    assert result["verdict"] == "fail" and result["failed"]
+    failing = [(f["gpu"], f["name"]) for f in result["floors"] if f["status"] == "fail"]
+    assert failing == [(3, "membw"), (5, "pcie_link")]
+    assert "FAIL GPU 5 pcie_link Gen5 x8 (floor Gen5 x16)" in result["summary"]
+    assert "FAIL GPU 3 membw 3,000 < 3,600 GB/s" in result["summary"]
+    assert "Below its floors: GPU 3: device memory bandwidth" in result["msg"]
+    assert "; GPU 5: the PCIe link ran Gen5 x8 under load" in result["msg"]
+    assert result["probes_judged"]["h2d"]["status"] == "pass"
+
+
+def test_a_probe_that_failed_on_one_gpu_fails_naming_it() -> None:
+    from ansible.module_utils.gpu_throughput_ref import judge_probes
+
+    doc = eight_gpu_report(slow_link=-1, slow_hbm=-1, gpus=range(3))
+    doc["probes"]["membw"]["gpus"][2] = {
+        "status": "failed",
+        "reason": "CUDA out of memory",
+        "gpu_index": 2,
+    }
+    doc["probes"]["h2d"]["gpus"][1] = {"status": "skipped", "reason": "budget", "gpu_index": 1}
+    judged = judge_probes(doc["probes"])
+    assert judged["membw"] == {
+        "status": "fail",
+        "reason": "the membw probe failed on GPU 2: CUDA out of memory",
+    }
+    assert judged["h2d"] == {"status": "pass", "reason": "skipped on GPU 1: budget"}
+    assert judged["matmul"] == {"status": "pass", "reason": None}
+    # An older report (no gpus) judges as before.
+    assert judge_probes(report()["probes"])["h2d"] == {"status": "pass", "reason": None}
+
+
+def test_the_slow_copies_cause_names_the_slowest_gpu() -> None:
+    from ansible.module_utils.gpu_throughput_ref import diagnose_causes
+
+    doc = eight_gpu_report(slow_link=-1, slow_hbm=-1, gpus=range(4))
+    doc["probes"]["h2d"]["gpus"][2]["gb_s"] = 6.2
+    rows = [r for r in diagnose_causes(["fp32"], None, None, doc) if r["code"] == "h2d-slow"]
+    assert len(rows) == 1 and rows[0]["gpu"] == 2
+    assert rows[0]["message"].startswith("GPU 2: pinned host-to-device copies reach only 6.2")

@@ -441,6 +441,134 @@ def test_the_device_processes_are_gone(multi_run: Dict[str, Any]) -> None:
     assert multi_run["report"]["children_at_exit"] == []
 
 
+# --- GPUs left out (busy): --gpus 0,2 on the CPU, ddp without --world-size
+
+KEPT_ARGS = [
+    "--device", "cpu",
+    "--gpus", "0,2",
+    "--image-size", "32",
+    "--batch-size", "2",
+    "--num-classes", "10",
+    "--warmup", "1",
+    "--steps", "1",
+    "--windows", "2",
+    "--threads", "1",
+    "--modes", "fp32,ddp",
+    "--probes", "h2d,membw,matmul",
+    "--matmul-size", "32",
+    "--ddp-backend", "gloo",
+    "--ddp-mode", "fp32",
+    "--max-seconds", "300",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def kept_run() -> Dict[str, Any]:
+    result = run_program(KEPT_ARGS)
+    assert result["rc"] == 0, result["stderr"][-3000:]
+    result["report"] = json.loads(result["stdout"])
+    return result
+
+
+@pytest.mark.slow
+def test_ddp_and_the_probes_use_only_the_gpus_of_the_list(kept_run: Dict[str, Any]) -> None:
+    report = kept_run["report"]
+    assert [g["index"] for g in report["per_gpu"]] == [0, 2]
+    # ddp's world is the --gpus list (no --world-size): the GPU left out is not in it.
+    ddp = report["modes"]["ddp"]
+    assert ddp["status"] == "ok", ddp["reason"]
+    assert ddp["world_size"] == 2 and ddp["gpus"] == [0, 2]
+    assert "ddp: 2 process(es) on GPU(s) [0, 2], gloo" in kept_run["stderr"]
+    # The floors' probes ran on each GPU of the list in turn, after the modes.
+    probes = report["probes"]
+    for name in ("h2d", "membw", "matmul"):
+        assert [g["gpu_index"] for g in probes[name]["gpus"]] == [0, 2], name
+        assert probes[name]["gpu_index"] == 0
+    assert [g["status"] for g in probes["h2d"]["gpus"]] == ["skipped", "skipped"]
+    assert probes["h2d"]["gpus"][1]["reason"].startswith("device is cpu")
+    assert [g["status"] for g in probes["matmul"]["gpus"]] == ["ok", "ok"]
+    assert (
+        "probes h2d, membw, matmul on 2 GPU(s), one GPU at a time: [0, 2]" in (kept_run["stderr"])
+    )
+    assert kept_run["children"] == [] and report["children_at_exit"] == []
+
+
+def test_ddp_ranks_see_only_the_gpus_of_the_list(
+    program: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CUDA host of 8 GPUs faked (no GPU here): GPU 5 left out by --gpus. Each rank's
+    # process is started with CUDA_VISIBLE_DEVICES naming the 7 kept GPUs, so rank r's
+    # cuda:r is the r-th kept GPU; the fake ranks exit 1 at once.
+    from types import SimpleNamespace
+
+    envs: List[Dict[str, str]] = []
+
+    class Rank:
+        returncode = 1
+
+        def __init__(self, cmd: List[str], env: Dict[str, str], **kwargs: Any) -> None:
+            envs.append(env)
+
+        def poll(self) -> int:
+            return 1
+
+        def wait(self, timeout: Any = None) -> int:
+            return 1
+
+    monkeypatch.setattr(
+        program.ddp, "subprocess", SimpleNamespace(Popen=Rank, DEVNULL=subprocess.DEVNULL)
+    )
+    torch = SimpleNamespace(
+        __version__="2.11",
+        cuda=SimpleNamespace(device_count=lambda: 8, get_device_capability=lambda i=0: (9, 0)),
+        distributed=SimpleNamespace(is_available=lambda: True, is_nccl_available=lambda: True),
+    )
+    cli = program.cli
+
+    def run(*args: str) -> Dict[str, Any]:
+        plan = cli.resolve_plan(
+            cli.build_parser().parse_args(["--modes", "ddp", "--ddp-mode", "fp32", *args])
+        )
+        ctx = SimpleNamespace(
+            torch=torch, plan=plan, results={}, device="cuda", bf16=(True, None),
+            over_budget=lambda: None,
+        )  # fmt: skip
+        return program.ddp.run_ddp(ctx)
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    result = run("--gpus", "0,1,2,3,4,6,7")
+    assert result["world_size"] == 7 and result["gpus"] == [0, 1, 2, 3, 4, 6, 7]
+    assert len(envs) == 7
+    assert {e["CUDA_VISIBLE_DEVICES"] for e in envs} == {"0,1,2,3,4,6,7"}
+    assert [e["RANK"] for e in envs] == [str(r) for r in range(7)]
+    assert "ran on GPU(s) [0, 1, 2, 3, 4, 6, 7] of 8 (--gpus)" in result["notes"][0]
+    assert result["status"] == "failed"  # the fake ranks
+    # This process's own CUDA_VISIBLE_DEVICES maps the indices on.
+    envs.clear()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "8,9,10,11,12,13,14,15")
+    run("--gpus", "0,1,2,3,4,6,7")
+    assert {e["CUDA_VISIBLE_DEVICES"] for e in envs} == {"8,9,10,11,12,14,15"}
+    # Every GPU (the default): the whole host, as before.
+    envs.clear()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    everything = run()
+    assert everything["world_size"] == 8 and len(envs) == 8
+    assert {e["CUDA_VISIBLE_DEVICES"] for e in envs} == {"0,1,2,3,4,5,6,7"}
+    # A world larger than the list is refused with the reason, nothing started.
+    envs.clear()
+    refused = run("--gpus", "0,1,2,3,4,6,7", "--world-size", "8")
+    assert refused["status"] == "skipped" and envs == []
+    assert refused["reason"] == "--world-size 8 but --gpus gives 7 GPU(s): [0, 1, 2, 3, 4, 6, 7]"
+
+
+def test_visible_devices_maps_through_this_process(program: Any) -> None:
+    visible = program.gpus.visible_devices
+    assert visible([0, 2], None) == "0,2"
+    assert visible([0, 2], "") == "0,2"
+    assert visible([1, 3], "4, 5,6,7") == "5,7"
+    assert visible([5], "GPU-aaa,GPU-bbb") == "5"  # past its list: the host's numbering
+
+
 def test_measured_devices_and_the_host_entry(program: Any) -> None:
     plan = {"device": "cuda", "gpus": "all"}
     gpus = program.gpus
@@ -453,6 +581,7 @@ def test_measured_devices_and_the_host_entry(program: Any) -> None:
         gpus.measured_devices(dict(plan, gpus=[9]), 8)
     assert gpus.measured_devices({"device": "cpu", "gpus": "all"}, 0) == [0]
     assert gpus.measured_devices({"device": "cpu", "gpus": 4}, 0) == [0, 1, 2, 3]
+    assert gpus.measured_devices({"device": "cpu", "gpus": [0, 2]}, 0) == [0, 2]  # labels kept
 
     def gpu(index: int, img_s: Any, status: str = "ok") -> Dict[str, Any]:
         return {"index": index, "modes": {"fp32": {"status": status, "img_s": img_s}}}

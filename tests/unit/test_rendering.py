@@ -232,7 +232,7 @@ def nvidia_driver_computed(v: Dict[str, Any]) -> Dict[str, Any]:
         v["nvidia_driver_kernel_modules"],
         v["nvidia_driver_package_flavor"],
         [],
-        [str(v["nvidia_driver_cuda_version"])],
+        [str(v.get("cuda_version", "13.0"))],
         v["ansible_facts"]["distribution_version"],
     )
     facts = CATALOGUE["persistenced"]
@@ -1527,9 +1527,9 @@ def test_the_markdown_report_shows_the_floors() -> None:
         "Floors for what GPU 0 can show (Floors: 5 pass, 0 warn, 2 fail, 0 not_run, 1 waived;"
         in (text)
     )
-    assert "| pinned host-to-device copies (`h2d`) | 20.0 GB/s | 24.81 | 23.63 | fail (" in text
-    assert "| PCIe link under load (`pcie_link`) | Gen5 x8 | Gen5 | Gen5 x16 | fail (" in text
-    assert "| dense fp32 matmul (`matmul_fp32`) | 50.0 TFLOP/s | 33.5 | - | waived (" in text
+    assert "| 0 | pinned host-to-device copies (`h2d`) | 20.0 GB/s | 24.81 | 23.63 | fail (" in text
+    assert "| 0 | PCIe link under load (`pcie_link`) | Gen5 x8 | Gen5 | Gen5 x16 | fail (" in text
+    assert "| 0 | dense fp32 matmul (`matmul_fp32`) | 50.0 TFLOP/s | 33.5 | - | waived (" in text
     assert "| NHC check_gpu_bw fails below 48 |" in text
     assert (
         "| 75% of the datasheet's 3,350 GB/s | DCGM diag memory_bandwidth fails below 1905.0 |"
@@ -1537,6 +1537,28 @@ def test_the_markdown_report_shows_the_floors() -> None:
     )
     assert "50% of the datasheet's dense 989.5 TFLOP/s" in text
     assert text.count("(`matmul_") == 4
+    assert "| GPU | floor | measured | warn below | fail below | status | basis | beside it |" in (
+        text
+    )
+
+
+def test_the_markdown_report_shows_every_gpus_floors() -> None:
+    # A CONSTRUCTED 8-GPU report: GPU 5 on an x8 link, GPU 3's memory slow.
+    from test_gpu_floors import H100, eight_gpu_report, judge_floors
+
+    judged = judge_floors(eight_gpu_report(), H100)
+    variables = gpu_check_vars("fail")
+    variables["gpu_check__result"].update(floors=judged["floors"], floors_line=judged["line"])
+    source = (REPO_ROOT / "roles/gpu_check/templates/gpu-check.md.j2").read_text(encoding="utf-8")
+    templar = ansible().Templar(loader=ansible().loader, variables=variables)
+    text = templar.template(
+        ansible().trust_as_template(source), escape_backslashes=False, overrides=TEMPLATE_OVERRIDES
+    )
+    assert "Floors for what each of 8 GPUs can show (Floors on 8 GPUs: 62 pass" in text
+    assert "FAIL GPU 5 pcie_link Gen5 x8 (floor Gen5 x16)" in text
+    assert "| 5 | PCIe link under load (`pcie_link`) | Gen5 x8 | Gen5 | Gen5 x16 | fail (" in text
+    assert "| 3 | device memory bandwidth (copy, read + write) (`membw`) | 2100.0 GB/s |" in text
+    assert text.count("(`membw`) |") == 8
 
 
 def test_the_markdown_report_of_a_busy_gpu_says_not_measured_and_names_the_process():

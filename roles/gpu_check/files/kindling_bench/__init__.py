@@ -26,6 +26,8 @@ concurrently, one process per GPU (``--gpus``), so the wall time stays that of o
 The report's ``per_gpu`` holds each GPU's results; ``modes`` holds the host's median GPU
 per mode. CUDA numbers the GPUs in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as
 nvidia-smi does. ``--device cpu --gpus N`` runs N such processes on the CPU (tests).
+After the modes, ddp runs over the same GPUs, then the h2d, membw and matmul probes run
+on each of them in turn, one GPU at a time (``probes.<name>.gpus``).
 
 Exit codes: 0 the report was written (modes may still be skipped or failed inside it);
 2 bad arguments; 3 torch or torchvision not importable; 4 CUDA requested but unavailable.
@@ -37,7 +39,8 @@ The modules, by concern:
   train      one configuration timed: model, optimizer, warm-up, CUDA graphs, windows
   gpus       every GPU at once: one worker process per GPU
   ddp        the ddp mode: one worker process per rank
-  probes     h2d (both ways, the PCIe link under load), membw, matmul and input_pipeline
+  probes     h2d (both ways, the PCIe link under load), membw, matmul (each GPU in turn)
+             and input_pipeline (once)
   context    torch imported lazily, TF32, bf16 support, out-of-memory, the Context
   common     exit codes, the run's clock, the progress file and log lines
   reference  FLOP per image and MFU: a symlink to module_utils/resnet_flops.py, the one

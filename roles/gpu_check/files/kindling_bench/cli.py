@@ -335,11 +335,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["nccl", "gloo"],
         help="process-group backend for ddp (default: nccl on cuda, gloo on cpu)",
     )
-    add("--world-size", type=int, help="ddp processes (default: every visible GPU; 1 on cpu)")
+    add(
+        "--world-size",
+        type=int,
+        help="ddp processes (default: one per --gpus GPU, on those GPUs; 1 on cpu unless "
+        "--gpus says more)",
+    )
     add(
         "--gpus",
         default="all",
-        help="GPUs the single-GPU modes measure, all at once, one process each: all "
+        help="GPUs the single-GPU modes measure, all at once, one process each, then the "
+        "h2d, membw and matmul probes on each in turn, and ddp over them: all "
         "(default: every visible GPU; 1 on cpu), a count N (the first N; on cpu, N "
         "processes), or a comma list of indices",
     )

@@ -91,7 +91,7 @@ def oom_reason(mode: str, batch: int, device: str) -> str:
     )
 
 
-def bf16_support(torch: Any, device: str) -> Tuple[bool, Optional[str]]:
+def bf16_support(torch: Any, device: str, index: int = 0) -> Tuple[bool, Optional[str]]:
     if device == "cpu":
         try:
             with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
@@ -101,7 +101,7 @@ def bf16_support(torch: Any, device: str) -> Tuple[bool, Optional[str]]:
         except Exception as exc:
             return False, f"CPU autocast bf16 failed: {exc}"
         return True, None
-    major, minor = torch.cuda.get_device_capability(0)
+    major, minor = torch.cuda.get_device_capability(index)
     if major < 8:
         return False, (
             f"GPU capability {major}.{minor} has no bf16 tensor cores (bf16 needs 8.0+, "
@@ -111,17 +111,23 @@ def bf16_support(torch: Any, device: str) -> Tuple[bool, Optional[str]]:
 
 
 class Context:
-    """What every mode and probe needs: torch, the device, the plan, the results."""
+    """What every mode and probe needs: torch, the device, the plan, the results.
 
-    def __init__(self, torch: Any, torchvision: Any, plan: Dict[str, Any]) -> None:
+    ``index`` is the GPU this context measures (this process's cuda:index; the probes
+    take each measured GPU in turn); on the CPU it only labels a simulated device.
+    """
+
+    def __init__(self, torch: Any, torchvision: Any, plan: Dict[str, Any], index: int = 0) -> None:
         self.torch = torch
         self.tv = torchvision
         self.plan = plan
         self.device = plan["device"]
-        self.dev = torch.device("cuda", 0) if self.device == "cuda" else torch.device("cpu")
+        self.index = index
+        cuda = self.device == "cuda"
+        self.dev = torch.device("cuda", index) if cuda else torch.device("cpu")
         self.results: Dict[str, Dict[str, Any]] = {}
         self.sweep: List[Dict[str, Any]] = []
-        self.bf16 = bf16_support(torch, self.device)
+        self.bf16 = bf16_support(torch, self.device, index if cuda else 0)
         self.deadline = _T0 + plan["max_seconds"]
         self.used_compile = False
 
@@ -135,11 +141,11 @@ class Context:
 
     def sync(self) -> None:
         if self.device == "cuda":
-            self.torch.cuda.synchronize()
+            self.torch.cuda.synchronize(self.dev)
 
     def cleanup(self) -> None:
         gc.collect()
         if self.device == "cuda":
             with contextlib.suppress(Exception):
-                self.torch.cuda.synchronize()
+                self.torch.cuda.synchronize(self.dev)
             self.torch.cuda.empty_cache()

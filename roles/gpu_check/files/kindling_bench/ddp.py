@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Tuple
 from . import common
 from .common import _T0, EXIT_NO_TORCH, EXIT_OK, PACKAGE_DIR, _round, _stop_processes, log
 from .context import Context, import_torch, is_oom, oom_reason
+from .gpus import measured_devices, visible_devices
 from .modes import MODES, OPTIMIZER_IMPLS, empty_result, mfu, precision_key, unsupported_reason
 from .train import summarize_windows, train_benchmark
 
@@ -81,6 +82,7 @@ def run_ddp(ctx: Context) -> Dict[str, Any]:
             "backend": plan["ddp_backend"],
             "launcher": "subprocess per rank, env:// rendezvous (torchrun-style)",
             "world_size": None,
+            "gpus": [],
             "img_s_per_gpu": None,
             "single_gpu_img_s": None,
             "scaling_efficiency": None,
@@ -88,8 +90,12 @@ def run_ddp(ctx: Context) -> Dict[str, Any]:
     )
     cuda = ctx.device == "cuda"
     visible = torch.cuda.device_count() if cuda else 0
-    world = plan["world_size"] or (visible if cuda else 1)
+    # The GPUs of --gpus, those the single-GPU modes measured: a GPU the caller left out
+    # (busy with another process) is not in the ddp world either.
+    devices = measured_devices(plan, visible)
+    world = plan["world_size"] or len(devices)
     result["world_size"] = world
+    result["gpus"] = devices[:world] if world <= len(devices) else list(range(world))
     reason = ctx.over_budget() or unsupported_reason(ctx, base, spec["amp"])
     if not reason and not torch.distributed.is_available():
         reason = "torch.distributed is not available in this torch build"
@@ -100,18 +106,24 @@ def run_ddp(ctx: Context) -> Dict[str, Any]:
             reason = "this torch build has no NCCL; use --ddp-backend gloo"
     if not reason and cuda and world > visible:
         reason = f"--world-size {world} but only {visible} GPU(s) are visible"
+    if not reason and plan["gpus"] != "all" and world > len(devices):
+        reason = f"--world-size {world} but --gpus gives {len(devices)} GPU(s): {devices}"
     if reason:
         result["reason"] = reason
         log(f"ddp: skipped: {reason}")
         return result
+    if cuda and result["gpus"] != list(range(visible)):
+        result["notes"].append(
+            f"ran on GPU(s) {result['gpus']} of {visible} (--gpus): the others were not used"
+        )
     if cuda and world == 1:
         result["notes"].append(
             "only 1 GPU visible: ran DDP with world size 1, so scaling efficiency measures "
             "DDP overhead only"
         )
     log(
-        f"ddp: {world} process(es), {plan['ddp_backend']}, config {base} ({why}), "
-        f"batch {batch} per process"
+        f"ddp: {world} process(es) on GPU(s) {result['gpus']}, {plan['ddp_backend']}, "
+        f"config {base} ({why}), batch {batch} per process"
     )
     tmp = tempfile.mkdtemp(prefix="gpu_throughput_ddp_", dir=plan["tmp_dir"])
     procs: List[subprocess.Popen] = []
@@ -135,6 +147,12 @@ def run_ddp(ctx: Context) -> Dict[str, Any]:
         threads = max(1, (os.cpu_count() or 2) // world)
         for rank in range(world):
             env = dict(os.environ)
+            if cuda:
+                # Each rank sees the world's GPUs only, rank r's as its cuda:r.
+                env["CUDA_VISIBLE_DEVICES"] = visible_devices(
+                    result["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES")
+                )
+                env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env.update(
                 {
                     "MASTER_ADDR": "127.0.0.1",
@@ -271,9 +289,7 @@ def ddp_worker_main(config_path: str) -> int:
             kwargs.pop("device_id", None)
             dist.init_process_group(**kwargs)
         log(f"ddp rank 0: {plan['ddp_backend']} process group of {world} up")
-        ctx = Context(torch, torchvision, plan)
-        if cuda:
-            ctx.dev = torch.device("cuda", rank)
+        ctx = Context(torch, torchvision, plan, index=rank if cuda else 0)
 
         def wrap(model: Any) -> Any:
             from torch.nn.parallel import DistributedDataParallel

@@ -27,8 +27,10 @@ def measured_devices(plan: Dict[str, Any], visible: int) -> List[int]:
     """The device indices the single-GPU modes measure (on cpu: simulated devices)."""
     wanted = plan["gpus"]
     if plan["device"] == "cpu":
-        count = 1 if wanted == "all" else (wanted if isinstance(wanted, int) else len(wanted))
-        return list(range(count))
+        # A list keeps its indices (labels only), as on a GPU host with some left out.
+        if isinstance(wanted, list):
+            return list(wanted)
+        return list(range(1 if wanted == "all" else wanted))
     if wanted == "all":
         return list(range(visible))
     if isinstance(wanted, int):
@@ -76,11 +78,20 @@ def host_entry(per_gpu: List[Dict[str, Any]], mode: str) -> Dict[str, Any]:
     return entry
 
 
+def visible_devices(indices: List[int], parent: Optional[str]) -> str:
+    """CUDA_VISIBLE_DEVICES for a child that should see these of this process's GPUs.
+
+    GPU i of this process is the i-th entry of its own CUDA_VISIBLE_DEVICES where it has
+    one, else GPU i of the host (PCI bus order, as nvidia-smi numbers them).
+    """
+    listed = [v.strip() for v in (parent or "").split(",") if v.strip()]
+    return ",".join(listed[i] if i < len(listed) else str(i) for i in indices)
+
+
 def _worker_env(index: int, device: str) -> Dict[str, str]:
     env = dict(os.environ)
     if device == "cuda":
-        parent = [v for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-        env["CUDA_VISIBLE_DEVICES"] = parent[index] if index < len(parent) else str(index)
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices([index], env.get("CUDA_VISIBLE_DEVICES"))
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     return env
 

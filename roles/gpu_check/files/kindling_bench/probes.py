@@ -4,6 +4,14 @@ bandwidth, matmul throughput, the input pipeline.
 ``h2d`` measures both directions over one pair of pinned buffers: host-to-device is
 ``gb_s``, device-to-host its second figure ``d2h_gb_s`` (one probe, one link reading).
 Each is meant to take a second or two on a GPU (docs/BENCHMARKS.md, "Probes").
+
+:func:`run_probes` runs the probes that the floors judge (``PER_GPU_PROBES``) on every
+GPU the single-GPU modes measured, one GPU at a time after the modes: copies on several
+GPUs at once would share the host's PCIe root complex and CPU memory bandwidth, so only
+a sequential reading is each GPU's own. The report's ``probes.<name>`` stays the first
+probed GPU's result (what a one-GPU report always had), and ``probes.<name>.gpus`` lists
+every probed GPU's, each with its ``gpu_index``. ``input_pipeline`` measures the host
+(its DataLoader workers and page cache) and runs once, on the first GPU.
 """
 
 from __future__ import annotations
@@ -20,11 +28,13 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .common import _round, list_children, log
-from .context import Context, set_tf32
+from .common import _round, list_children, log, progress
+from .context import Context, is_oom, oom_reason, set_tf32
 from .gpus import bus_id
 
 PROBE_ORDER = ["h2d", "membw", "matmul", "input_pipeline"]
+# The probes that the floors judge: run on every measured GPU, one at a time.
+PER_GPU_PROBES = ("h2d", "membw", "matmul")
 # nvidia-smi's link now (an idle GPU lowers it) and the most GPU and slot support; the
 # card's own maximum (pcie.link.gen.gpumax) is asked apart: older drivers lack the field.
 LINK_QUERY = "pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max"
@@ -53,14 +63,16 @@ def parse_link_csv(text: str) -> Dict[str, Any]:
     return dict(zip(LINK_KEYS, values))
 
 
-def _smi_target(torch: Any) -> str:
-    """What ``nvidia-smi -i`` calls this process's cuda:0: its PCI bus id where torch has it."""
+def _smi_target(torch: Any, index: int = 0) -> str:
+    """What ``nvidia-smi -i`` calls this process's cuda:index: its PCI bus id where torch
+    has it, else its entry of CUDA_VISIBLE_DEVICES, else the index (PCI bus order)."""
     with contextlib.suppress(Exception):
-        found = bus_id(torch.cuda.get_device_properties(0))
+        found = bus_id(torch.cuda.get_device_properties(index))
         if found:
             return found
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
-    return visible[0] if visible and visible[0] else "0"
+    visible = [v for v in visible if v]
+    return visible[index] if index < len(visible) else str(index)
 
 
 def _nvml_reader(target: str) -> Optional[Callable[[], Dict[str, Any]]]:
@@ -118,7 +130,7 @@ def read_link_under_load(ctx: Context, copy_once: Callable[[], None]) -> Dict[st
     pynvml where importable (read between copies in flight), else nvidia-smi, started
     before the copies, which run until it answers (at most ``LINK_READ_SECONDS``).
     """
-    target = _smi_target(ctx.torch)
+    target = _smi_target(ctx.torch, getattr(ctx, "index", 0))
     started = time.monotonic()
     reader = _nvml_reader(target)
     if reader is not None:
@@ -186,7 +198,7 @@ def probe_h2d(ctx: Context) -> Dict[str, Any]:
             "d2h_gb_s": None,
             "samples": [],
             "d2h_samples": [],
-            "gpu_index": 0,
+            "gpu_index": ctx.index,
             "link_under_load": None,
         }
     )
@@ -243,8 +255,8 @@ def probe_h2d(ctx: Context) -> Dict[str, Any]:
         else "link not read: " + str(link["reason"])
     )
     log(
-        "h2d: {} GB/s pinned host-to-device, {} GB/s back; {}".format(
-            result["gb_s"], result["d2h_gb_s"], where
+        "h2d GPU {}: {} GB/s pinned host-to-device, {} GB/s back; {}".format(
+            ctx.index, result["gb_s"], result["d2h_gb_s"], where
         )
     )
     return result
@@ -268,7 +280,7 @@ def probe_membw(ctx: Context) -> Dict[str, Any]:
             "windows": windows,
             "copies_per_window": reps,
             "counted": "read + write: 2 x size per copy",
-            "gpu_index": 0,
+            "gpu_index": ctx.index,
         }
     )
     if ctx.device != "cuda":
@@ -298,7 +310,10 @@ def probe_membw(ctx: Context) -> Dict[str, Any]:
     finally:
         del src, dst
         ctx.cleanup()
-    log(f"membw: {result['gb_s']} GB/s device memory ({size_mib} MiB copies, read + write)")
+    log(
+        f"membw GPU {ctx.index}: {result['gb_s']} GB/s device memory ({size_mib} MiB copies, "
+        "read + write)"
+    )
     return result
 
 
@@ -307,7 +322,7 @@ def probe_matmul(ctx: Context) -> Dict[str, Any]:
     n = ctx.plan["matmul_size"]
     cuda = ctx.device == "cuda"
     result = probe_skeleton()
-    result.update({"size": n, "device": ctx.device, "results": {}})
+    result.update({"size": n, "device": ctx.device, "gpu_index": ctx.index, "results": {}})
     # On a GPU every precision of the datasheet: fp32 (TF32 off), tf32, bf16, fp16.
     dtypes = [
         ("fp32", torch.float32),
@@ -321,7 +336,7 @@ def probe_matmul(ctx: Context) -> Dict[str, Any]:
         if name == "bf16" and cuda and not ctx.bf16[0]:
             result["results"][name] = {"status": "skipped", "reason": ctx.bf16[1]}
             continue
-        if name == "tf32" and torch.cuda.get_device_capability(0)[0] < 8:
+        if name == "tf32" and torch.cuda.get_device_capability(ctx.dev)[0] < 8:
             result["results"][name] = {
                 "status": "skipped",
                 "reason": "GPU capability below 8.0 has no TF32 (Ampere or later)",
@@ -376,7 +391,7 @@ def probe_matmul(ctx: Context) -> Dict[str, Any]:
     ctx.cleanup()
     unit = "tflop_s" if cuda else "gflop_s"
     rates = ", ".join(f"{k} {v.get(unit)}" for k, v in result["results"].items())
-    log(f"matmul {n}^3 ({unit.replace('_s', '/s')}): {rates}")
+    log(f"matmul {n}^3 GPU {ctx.index} ({unit.replace('_s', '/s')}): {rates}")
     return result
 
 
@@ -531,3 +546,75 @@ PROBES: Dict[str, Callable[[Context], Dict[str, Any]]] = {
     "matmul": probe_matmul,
     "input_pipeline": probe_input_pipeline,
 }
+
+
+def run_one_probe(ctx: Context, name: str) -> Dict[str, Any]:
+    """One probe on the context's GPU: its result, or skipped (budget) or failed, with why."""
+    reason = ctx.over_budget()
+    if reason:
+        log(f"{name} GPU {ctx.index}: skipped: {reason}")
+        result = probe_skeleton(reason)
+    else:
+        try:
+            result = PROBES[name](ctx)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            why = (
+                oom_reason(name, 0, ctx.device)
+                if is_oom(ctx.torch, exc)
+                else f"{type(exc).__name__}: {exc}"
+            )
+            result = {"status": "failed", "reason": why}
+            ctx.cleanup()
+    if name in PER_GPU_PROBES:
+        result["gpu_index"] = ctx.index
+    return result
+
+
+def run_probes(ctx: Context, devices: List[int]) -> Dict[str, Any]:
+    """The plan's probes: the floors' probes on each of ``devices`` in turn, then the rest
+    once on the first. ``probes.<name>`` is the first GPU's result with ``gpus``, every
+    GPU's result, beside it (a one-GPU run lists one)."""
+    torch, plan = ctx.torch, ctx.plan
+    devices = list(devices) or [ctx.index]
+    names = list(plan["probes"])
+    each = [n for n in names if n in PER_GPU_PROBES]
+    found: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
+    cuda = ctx.device == "cuda"
+    if each and len(devices) > 1:
+        log(f"probes {', '.join(each)} on {len(devices)} GPU(s), one GPU at a time: {devices}")
+    for index in devices if each else []:
+        try:
+            gpu_ctx = Context(torch, ctx.tv, plan, index=index)
+            with torch.cuda.device(index) if cuda else contextlib.nullcontext():
+                for name in each:
+                    label = name if len(devices) == 1 else f"{name} on GPU {index}"
+                    progress(phase="probe", current=label)
+                    found[name].append(run_one_probe(gpu_ctx, name))
+        except Exception as exc:  # the GPU itself refused (set-up, or leaving it)
+            traceback.print_exc(file=sys.stderr)
+            why = f"GPU {index} could not be probed: {type(exc).__name__}: {exc}"
+            for name in each:
+                if len(found[name]) < devices.index(index) + 1:
+                    found[name].append({"status": "failed", "reason": why, "gpu_index": index})
+    # The host's probes (input_pipeline) once, after every GPU's.
+    host = [n for n in names if n not in PER_GPU_PROBES]
+    if host:
+        try:
+            gpu_ctx = Context(torch, ctx.tv, plan, index=devices[0])
+            with torch.cuda.device(devices[0]) if cuda else contextlib.nullcontext():
+                for name in host:
+                    progress(phase="probe", current=name)
+                    found[name].append(run_one_probe(gpu_ctx, name))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            for name in host:
+                if not found[name]:
+                    found[name].append(
+                        {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+                    )
+    out: Dict[str, Any] = {}
+    for name in names:
+        results = found[name]
+        out[name] = dict(results[0], gpus=results) if name in PER_GPU_PROBES else results[0]
+    return out

@@ -15,15 +15,14 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 from .common import _T0, EXIT_BAD_ARGS, EXIT_NO_CUDA, EXIT_NO_TORCH, EXIT_OK, _round, log, progress
-from .context import Context, import_torch, is_oom, oom_reason
+from .context import Context, import_torch
 from .ddp import run_ddp
 from .gpus import bus_id, host_entry, measured_devices, run_gpu_workers
 from .modes import SEED_MODE, progress_done, run_mode_with_sweep
-from .probes import PROBES, probe_skeleton
+from .probes import run_probes
 
 PROGRAM_VERSION = "1.0.0"
 SCHEMA_VERSION = 1
@@ -204,25 +203,9 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
         progress_done("ddp", ctx.results["ddp"])
     # Keep the plan's order of modes in the report.
     ctx.results = {m: ctx.results[m] for m in plan["modes"] if m in ctx.results}
-    probes: Dict[str, Any] = {}
-    for name in plan["probes"]:
-        progress(phase="probe", current=name)
-        reason = ctx.over_budget()
-        if reason:
-            probes[name] = probe_skeleton(reason)
-            log(f"{name}: skipped: {reason}")
-            continue
-        try:
-            probes[name] = PROBES[name](ctx)
-        except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            reason = (
-                oom_reason(name, 0, plan["device"])
-                if is_oom(torch, exc)
-                else f"{type(exc).__name__}: {exc}"
-            )
-            probes[name] = {"status": "failed", "reason": reason}
-            ctx.cleanup()
+    # The probes after the modes and ddp: the floors' on each measured GPU in turn (never
+    # a GPU the --gpus list left out), the host's once.
+    probes = run_probes(ctx, devices)
     if ctx.used_compile:
         with contextlib.suppress(Exception):
             from torch._inductor.async_compile import shutdown_compile_workers
