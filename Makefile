@@ -25,7 +25,7 @@ export CONTAINERS_STORAGE_CONF := $(KINDLING_CACHE)/podman/storage.conf
 export ANSIBLE_FORCE_COLOR     ?= false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help site test controller venv apt-deps podman-config lint catalogue catalogue-check health-codes health-codes-check references references-check variables variables-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
+.PHONY: help site test controller venv apt-deps podman-config lint catalogue catalogue-check catalogue-freshness health-codes health-codes-check references references-check variables variables-check yamllint ansible-lint ruff workflows unit registry molecule reliability fixtures clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -87,6 +87,9 @@ catalogue: venv ## Regenerate module_utils/vendor_catalogue.py and README's stac
 catalogue-check: ## Fail when the catalogue's generated copy or README's stack x OS table is out of date
 	$(VENV)/bin/python tools/catalogue.py --check
 	$(VENV)/bin/python tools/stack_matrix.py --check
+
+catalogue-freshness: ## Print what PyPI serves that the catalogue does not know (never fails for a new release; needs https://pypi.org)
+	$(VENV)/bin/python tools/catalogue_freshness.py --doc
 
 health-codes: venv ## Regenerate docs/HEALTH_CODES.md from the health-code registry and the catalogue
 	$(VENV)/bin/python tools/health_codes.py

@@ -58,16 +58,21 @@ _ARCH_BY_MAJOR = {3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blac
 _ARCH_BY_MAJOR.update({11: "Blackwell", 12: "Blackwell"})
 
 #: One row per torch minor series. ``releases`` maps each torch patch release to
-#: its matching torchvision. Python range is inclusive; ``python_experimental``
-#: lists versions with experimental wheels (accepted by check_stack). Each variant:
-#: bundled CUDA, official TORCH_CUDA_ARCH_LIST (None = not confirmed by a source),
-#: bundled cuDNN, and ``experimental`` (never suggested by best_variant).
+#: its matching torchvision (None: PyPI has none for it yet). Python range is inclusive;
+#: ``python_experimental`` lists versions with experimental wheels (accepted by
+#: check_stack); ``pypi_default``, where known, is the variant PyPI's wheel is. Each
+#: variant: bundled CUDA, official TORCH_CUDA_ARCH_LIST (None = not confirmed by a
+#: source), bundled cuDNN and NCCL, and ``experimental`` (never suggested by best_variant).
 TORCH_RELEASES: List[Dict[str, Any]] = CATALOGUE["torch_releases"]
 
 #: cuDNN major -> CUDA versions it has builds for (inclusive range).
 CUDNN_CUDA_SUPPORT: Dict[int, Dict[str, Any]] = {
     int(major): row for major, row in CATALOGUE["cudnn_cuda_support"].items()
 }
+
+#: cuDNN 9 releases ``first``..``last`` (inclusive; ``last`` None: the current line) and the
+#: CUDA majors they are built for: 9.11 dropped CUDA 11, 9.12 added CUDA 13.
+CUDNN_CUDA_MAJORS: List[Dict[str, Any]] = CATALOGUE.get("cudnn_cuda_majors", [])
 
 #: Known cuDNN builds and the CUDA they were packaged for (apt: ``+cuda<X.Y>`` for v8).
 CUDNN_BUILDS: List[Dict[str, str]] = CATALOGUE["cudnn_builds"]
@@ -495,7 +500,11 @@ def python_in_range(torch_version: Any, python_version: Any) -> Optional[bool]:
 
 
 def cudnn_supports_cuda(cudnn_version: Any, cuda: Any) -> Optional[bool]:
-    """Whether the cuDNN major of ``cudnn_version`` has builds for ``cuda``; None if unknown."""
+    """Whether ``cudnn_version`` has builds for ``cuda``; None if unknown.
+
+    The release's own CUDA majors (CUDNN_CUDA_MAJORS) where the catalogue has them, within
+    the range of its cuDNN major (CUDNN_CUDA_SUPPORT).
+    """
     try:
         major = parse_version(cudnn_version)[0]
         cuda_t = parse_version(cuda)
@@ -506,7 +515,39 @@ def cudnn_supports_cuda(cudnn_version: Any, cuda: Any) -> Optional[bool]:
         return None
     if version_cmp(_mm(cuda), row["cuda_min"]) < 0:
         return False
-    return cuda_t[0] <= row["cuda_max_major"]
+    if cuda_t[0] > row["cuda_max_major"]:
+        return False
+    release = cudnn_release_majors(cudnn_version)
+    if release is not None:
+        return cuda_t[0] in release["cuda_majors"]
+    return True
+
+
+def cudnn_release_majors(cudnn_version: Any) -> Optional[Dict[str, Any]]:
+    """The CUDNN_CUDA_MAJORS row whose releases include ``cudnn_version`` ("9.14"), or None."""
+    try:
+        parse_version(cudnn_version)
+    except ValueError:
+        return None
+    for row in CUDNN_CUDA_MAJORS:
+        if version_cmp(cudnn_version, row["first"]) < 0:
+            continue
+        if row["last"] is not None and version_cmp(cudnn_version, row["last"]) > 0:
+            continue
+        return row
+    return None
+
+
+def newest_cudnn_for_cuda_major(cuda_major: int) -> Optional[str]:
+    """The last cuDNN release built for CUDA ``cuda_major`` where that line has ended, else None.
+
+    ``newest_cudnn_for_cuda_major(11)`` is "9.10.2.21"; a CUDA major that current releases
+    still serve gives None (the newest is whatever NVIDIA ships next).
+    """
+    rows = [r for r in CUDNN_CUDA_MAJORS if int(cuda_major) in r["cuda_majors"]]
+    if not rows or any(r["last"] is None for r in rows):
+        return None
+    return max((r["last"] for r in rows), key=parse_version)
 
 
 def cudnn_build_for(cudnn_version: Any) -> Optional[Dict[str, str]]:
@@ -754,7 +795,44 @@ def suggest_torch_for_cc(
     if not candidates and python:
         return suggest_torch_for_cc(cc, current, None, driver)  # the Python is wrong anyway
     preferred = [c for c in candidates if c[3]] or candidates
-    return preferred[0][:3] if preferred else None
+    if preferred:
+        return preferred[0][:3]
+    return newest_torch_for_cc(cc, current, python, driver) if current else None
+
+
+def newest_torch_for_cc(
+    cc: str,
+    before: Any,
+    python: Optional[str] = None,
+    driver: Optional[str] = None,
+) -> Optional[Tuple[str, str, str]]:
+    """(torch, variant, wheel CUDA) of the newest release before ``before`` that serves ``cc``.
+
+    For a GPU that newer releases dropped (a V100, sm_70, after torch 2.15 removed its cu126
+    builds): the newest torch that still serves it. Prefers a wheel the planned driver runs,
+    then the lowest CUDA; a Python outside every such release is ignored, as above.
+    """
+    for row in reversed(TORCH_RELEASES):
+        latest = latest_torch_release(row)
+        if version_cmp(latest, before) >= 0:
+            continue
+        if python and not python_in_range(latest, python):
+            continue
+        found = [
+            (
+                latest,
+                variant,
+                wheel["cuda"],
+                bool(driver and driver_supports_cuda(driver, wheel["cuda"])),
+            )
+            for variant, wheel in _by_cuda(row["variants"], stable_only=True)
+            if wheel_covers_cc(latest, variant, cc)
+        ]
+        if found:
+            return ([f for f in found if f[3]] or found)[0][:3]
+    if python:
+        return newest_torch_for_cc(cc, before, None, driver)
+    return None
 
 
 def _check_driver_and_cuda(p: Dict[str, Optional[str]], adv: Advisor) -> List[Dict[str, Any]]:
@@ -894,6 +972,34 @@ def _check_cudnn(p: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
                 f"cuDNN {cudnn} is neither cuDNN 8 nor 9, the only ones Kindling installs; set "
                 f"cuda_cudnn_version to an 8.x or 9.x release{such_as}.",
                 fix,
+            )
+        ]
+    release = cudnn_release_majors(cudnn)
+    if (
+        cuda
+        and min_driver_for_cuda(cuda)
+        and release is not None
+        and not cudnn_supports_cuda(cudnn, cuda)
+    ):
+        cuda_major = parse_version(cuda)[0]
+        newest = newest_cudnn_for_cuda_major(cuda_major)
+        if newest and parse_version(newest)[0] == major:
+            suggestion = newest
+        target = suggestion or f"a release built for CUDA {cuda_major}"
+        span = (
+            f"{release['first']} to {release['last']}"
+            if release["last"]
+            else f"{release['first']} and later"
+        )
+        majors = " and ".join(str(m) for m in release["cuda_majors"])
+        newest_text = f"; the newest cuDNN for CUDA {cuda_major} is {newest}" if newest else ""
+        return [
+            _problem(
+                "cudnn-cuda-mismatch",
+                f"cuDNN {cudnn} has no build for CUDA {cuda}: cuDNN {span} is built for "
+                f"CUDA {majors} only{newest_text}; set "
+                f"cuda_cudnn_version to {target}.",
+                [_fix("cudnn_version", target)] if suggestion else [],
             )
         ]
     if cuda and min_driver_for_cuda(cuda) and not cudnn_supports_cuda(cudnn, cuda):
@@ -1044,6 +1150,12 @@ def _check_torch(
             advice = (
                 f"set conda_pytorch_version to {pick[0]} with conda_pytorch_cuda_variant {pick[1]}"
             )
+            if version_cmp(pick[0], torch) < 0:
+                advice = (
+                    f"no torch from {torch.split('+')[0]} on serves it; the newest torch that "
+                    f"still does is "
+                    f"{pick[0]} ({pick[1]} wheel): {advice}"
+                )
         verb = "does not cover" if wheel is not None else "covers"
         problems.append(
             _problem(

@@ -1144,16 +1144,19 @@ CATALOGUE = json.loads(
      "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0",
      "arch_list_source": "Kindling H200 capture 2026-11-29 (tests/fixtures/captures/h200/torch-facts.json, torch-collect-env.txt)",
      "cudnn": "9.19.0.56",
+     "nccl": "2.28.9",
      "experimental": false
     }
    },
    "conda": null,
-   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags); Kindling H200 capture 2026-11-29 (tests/fixtures/captures/h200/torch-facts.json, torch-collect-env.txt)"
+   "pypi_default": "cu130",
+   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags); Kindling H200 capture 2026-11-29 (tests/fixtures/captures/h200/torch-facts.json, torch-collect-env.txt); PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28"
   },
   {
    "series": "2.12",
    "releases": {
-    "2.12.0": "0.27.0"
+    "2.12.0": "0.27.0",
+    "2.12.1": "0.27.1"
    },
    "python_min": "3.10",
    "python_max": "3.14",
@@ -1162,27 +1165,31 @@ CATALOGUE = json.loads(
     "cu126": {
      "cuda": "12.6",
      "arch_list": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.10.2.21",
+     "nccl": "2.29.3",
      "experimental": false
     },
     "cu130": {
      "cuda": "13.0",
      "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.20.0.48",
+     "nccl": "2.29.7",
      "experimental": false
     },
     "cu132": {
      "cuda": "13.2",
      "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.20.0.48",
+     "nccl": "2.29.7",
      "experimental": true
     }
    },
    "conda": null,
-   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags)"
+   "pypi_default": "cu130",
+   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels); PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet"
   },
   {
    "series": "2.13",
@@ -1196,27 +1203,101 @@ CATALOGUE = json.loads(
     "cu126": {
      "cuda": "12.6",
      "arch_list": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.10.2.21",
+     "nccl": "2.29.3",
      "experimental": false
     },
     "cu130": {
      "cuda": "13.0",
      "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.20.0.48",
+     "nccl": "2.29.7",
      "experimental": false
     },
     "cu132": {
      "cuda": "13.2",
      "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
-     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy)",
-     "cudnn": null,
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'PyTorch CUDA Support Matrix' (copy); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.20.0.48",
+     "nccl": "2.29.7",
      "experimental": true
     }
    },
    "conda": null,
-   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags)"
+   "pypi_default": "cu130",
+   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' (copy, rows >= 2.10 not independently confirmed); data.pyg.org/whl/nightly (CUDA tags); pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels); PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28"
+  },
+  {
+   "series": "2.14",
+   "releases": {
+    "2.14.0": "0.29.0",
+    "2.14.1": "0.29.1"
+   },
+   "python_min": "3.10",
+   "python_max": "3.14",
+   "python_experimental": [],
+   "variants": {
+    "cu126": {
+     "cuda": "12.6",
+     "arch_list": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.10.2.21",
+     "nccl": "2.29.3",
+     "experimental": false
+    },
+    "cu130": {
+     "cuda": "13.0",
+     "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.24.0.43",
+     "nccl": "2.30.7",
+     "experimental": false
+    },
+    "cu132": {
+     "cuda": "13.2",
+     "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+     "arch_list_source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+     "cudnn": "9.24.0.43",
+     "nccl": "2.30.7",
+     "experimental": false
+    }
+   },
+   "conda": null,
+   "pypi_default": "cu130",
+   "source": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels); pytorch/pytorch issue 190355 ('[RFC] CUDA support matrix for Release 2.14': CUDA 12.6 legacy, 13.0 stable, 13.2 proposed as the PyPI default; PyPI's 2.14 wheels are '+cu130' all the same, pypi_torch_wheels); PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet"
+  },
+  {
+   "series": "2.15",
+   "releases": {
+    "2.15.0": null
+   },
+   "python_min": "3.11",
+   "python_max": "3.15",
+   "python_experimental": [],
+   "variants": {
+    "cu130": {
+     "cuda": "13.0",
+     "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+     "arch_list_source": "pytorch/pytorch issue 190385 ('[RFC] CUDA support matrix for Release 2.15 - deprecate CUDA 12.6 (drops Maxwell / Pascal / Volta)': CUDA 13.2 stable and the PyPI default, CUDA 13.0 stable, the 12.6 builds removed) and PR 196249 ('[CD] Remove CUDA 12.6 nightly binary builds', citing the dev-discuss notice 'CUDA 12.6 wheels will no longer be published from PyTorch 2.15'); the 13.0 and 13.2 arch lists are release_md_214's, which the RFC leaves as they are",
+     "cudnn": null,
+     "cudnn_source": "[no source found] torch 2.15.0's cu130 wheel (download.pytorch.org) was not read; RELEASE.md's 2.15 row was not found",
+     "nccl": null,
+     "experimental": false
+    },
+    "cu132": {
+     "cuda": "13.2",
+     "arch_list": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+     "arch_list_source": "pytorch/pytorch issue 190385 ('[RFC] CUDA support matrix for Release 2.15 - deprecate CUDA 12.6 (drops Maxwell / Pascal / Volta)': CUDA 13.2 stable and the PyPI default, CUDA 13.0 stable, the 12.6 builds removed) and PR 196249 ('[CD] Remove CUDA 12.6 nightly binary builds', citing the dev-discuss notice 'CUDA 12.6 wheels will no longer be published from PyTorch 2.15'); the 13.0 and 13.2 arch lists are release_md_214's, which the RFC leaves as they are",
+     "cudnn": "9.26.0.51",
+     "nccl": "2.30.7",
+     "experimental": false
+    }
+   },
+   "conda": null,
+   "pypi_default": "cu132",
+   "source": "pytorch/pytorch issue 190385 ('[RFC] CUDA support matrix for Release 2.15 - deprecate CUDA 12.6 (drops Maxwell / Pascal / Volta)': CUDA 13.2 stable and the PyPI default, CUDA 13.0 stable, the 12.6 builds removed) and PR 196249 ('[CD] Remove CUDA 12.6 nightly binary builds', citing the dev-discuss notice 'CUDA 12.6 wheels will no longer be published from PyTorch 2.15'); the 13.0 and 13.2 arch lists are release_md_214's, which the RFC leaves as they are; PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet"
   }
  ],
  "cudnn_cuda_support": {
@@ -1231,6 +1312,34 @@ CATALOGUE = json.loads(
    "source": "cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/archives/cudnn-822 (8.2: CUDA 10.2, 11.0-11.4), cudnn-896 (8.9: CUDA 11.0-11.8, 12.0-12.2), backend/v9.0.0 and latest (9.x: CUDA 11.x, 12.x); CUDA 13 with cuDNN 9.19 from the H200 capture"
   }
  },
+ "cudnn_cuda_majors": [
+  {
+   "first": "9.0.0",
+   "last": "9.10.2.21",
+   "cuda_majors": [
+    11,
+    12
+   ],
+   "source": "cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json); spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; PyPI JSON API read 2026-12-05: nvidia-cudnn-cu11's newest release is 9.10.2.21 (no cu11 wheel of 9.11 or later); nvidia-cudnn-cu12 and nvidia-cudnn-cu13 go on to 9.28 (cu13 from 9.12.0.46); spack's cudnn package lists the same split (9.10.2.21-11 the last '-11' build, 9.11.x '-12' only, '-12' and '-13' from 9.12.0.46)"
+  },
+  {
+   "first": "9.11.0",
+   "last": "9.11.1.4",
+   "cuda_majors": [
+    12
+   ],
+   "source": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; PyPI JSON API read 2026-12-05: nvidia-cudnn-cu11's newest release is 9.10.2.21 (no cu11 wheel of 9.11 or later); nvidia-cudnn-cu12 and nvidia-cudnn-cu13 go on to 9.28 (cu13 from 9.12.0.46); spack's cudnn package lists the same split (9.10.2.21-11 the last '-11' build, 9.11.x '-12' only, '-12' and '-13' from 9.12.0.46)"
+  },
+  {
+   "first": "9.12.0",
+   "last": null,
+   "cuda_majors": [
+    12,
+    13
+   ],
+   "source": "cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json); spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; PyPI JSON API read 2026-12-05: nvidia-cudnn-cu11's newest release is 9.10.2.21 (no cu11 wheel of 9.11 or later); nvidia-cudnn-cu12 and nvidia-cudnn-cu13 go on to 9.28 (cu13 from 9.12.0.46); spack's cudnn package lists the same split (9.10.2.21-11 the last '-11' build, 9.11.x '-12' only, '-12' and '-13' from 9.12.0.46)"
+  }
+ ],
  "cudnn_builds": [
   {
    "cudnn": "8.4.0.27",
@@ -3673,6 +3782,12 @@ CATALOGUE = json.loads(
   "canonical_server_drivers": "canonical/nvidia-graphics-drivers (the Ubuntu archive's driver packages) branch 580-server @3b788073: nvidia-driver-<branch>-server and -server-open in restricted",
   "pypi_simple_113": "PyPI simple index (pypi.org/simple/torch/ and /torchvision/, read by tests/registry on 2026-12-01): torch-1.13.0 and 1.13.1 have cp311 manylinux1_x86_64 wheels (Requires-Python >=3.7.0); torchvision 0.14.0 and 0.14.1 have no cp311 wheel",
   "pypi_json": "PyPI JSON API (pypi.org/pypi/<project>/json), Requires-Python of each release's wheels, read 2026-12-01",
+  "pypi_torch_wheels": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28",
+  "pypi_torchvision_wheels": "PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet",
+  "release_md_214": "pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)",
+  "pt_rfc_214": "pytorch/pytorch issue 190355 ('[RFC] CUDA support matrix for Release 2.14': CUDA 12.6 legacy, 13.0 stable, 13.2 proposed as the PyPI default; PyPI's 2.14 wheels are '+cu130' all the same, pypi_torch_wheels)",
+  "pt_rfc_215": "pytorch/pytorch issue 190385 ('[RFC] CUDA support matrix for Release 2.15 - deprecate CUDA 12.6 (drops Maxwell / Pascal / Volta)': CUDA 13.2 stable and the PyPI default, CUDA 13.0 stable, the 12.6 builds removed) and PR 196249 ('[CD] Remove CUDA 12.6 nightly binary builds', citing the dev-discuss notice 'CUDA 12.6 wheels will no longer be published from PyTorch 2.15'); the 13.0 and 13.2 arch lists are release_md_214's, which the RFC leaves as they are",
+  "pypi_cudnn_wheels": "PyPI JSON API read 2026-12-05: nvidia-cudnn-cu11's newest release is 9.10.2.21 (no cu11 wheel of 9.11 or later); nvidia-cudnn-cu12 and nvidia-cudnn-cu13 go on to 9.28 (cu13 from 9.12.0.46); spack's cudnn package lists the same split (9.10.2.21-11 the last '-11' build, 9.11.x '-12' only, '-12' and '-13' from 9.12.0.46)",
   "nv_xid_catalog": "NVIDIA 'Analyzing Xid Errors with the Xid Catalog' (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later GPUs): mnemonic, description, and the immediate and investigatory resolution buckets of each Xid. The page's table is cut short in the stored copy; the rows were read in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go @b9842de2, generated from that page's spreadsheet on 2025-10-29",
   "nv_mem_error_mgmt": "NVIDIA 'GPU Memory Error Management' (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/): rma-policy-thresholds-for-row-remapping.html (the RMA criteria are met when the row-remapping failure flag is set; the flag is set by a remap on a bank that already has eight uncorrectable rows remapped, by a second remap of a row, or after 512 remappings for uncorrectable errors; the SRAM Threshold Exceeded flag), row-remapping.html (legacy page retirement: at most 64 retirements; a GPU reset applies a pending remap), user-visible-statistics.html (Xid 48, 63, 64, 94, 95 and 160)",
   "nv_dpr": "NVIDIA 'Dynamic Page Retirement' (docs.nvidia.com/deploy/dynamic-page-retirement/index.html, vR525): a page is retired after one double-bit error or two single-bit errors at one address, the retirement is stored in the InfoROM and applied at the next driver load (pending blacklist); Xid 48 (a DBE), 63 (a page retired), 64 (a retirement failed)",

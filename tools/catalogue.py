@@ -53,6 +53,7 @@ SOURCE_KEYS = (
     "arch_list_source",
     "conda_source",
     "cuda_source",
+    "cudnn_source",
     "keyring_source",
     "torch_only_python_source",
 )

@@ -1007,6 +1007,32 @@ def playbook_roles(path: Path, seen: Optional[set] = None) -> set:
 _IMAGE_OS = re.compile(r"kindling-(?P<os>(?:debian\d+|ubuntu\d{4}))-")
 
 
+def newest_torch_var_sets(defaults: Dict[str, Any]) -> List[VarSet]:
+    """The newest catalogued torch release that has a torchvision, over the defaults.
+
+    Read from the catalogue, not written here: its newest patch release and torchvision,
+    with PyPI's default wheel (``pypi_default``) and that wheel's CUDA as the toolkit, so a
+    new torch row is resolved against PyPI as a whole plan as soon as it is added (torch
+    2.14.1 with torchvision 0.29.1, cu130, in December 2026). Not a default: the roles'
+    defaults and inventories/gpu's stacks are checked as they are, beside it.
+    """
+    for row in reversed(gpu_compat.TORCH_RELEASES):
+        paired = {t: v for t, v in row["releases"].items() if v}
+        variant = row.get("pypi_default")
+        if not paired or not variant:
+            continue
+        torch = max(paired, key=lambda v: Version(v))
+        own = {
+            "conda_pytorch_version": torch,
+            "conda_pytorch_torchvision_version": paired[torch],
+            "conda_pytorch_cuda_variant": variant,
+            "cuda_version": row["variants"][variant]["cuda"],
+        }
+        name = f"the catalogue's newest torch with a torchvision ({torch}, {variant})"
+        return [VarSet(name, f"newest-torch-{torch}", {**defaults, **own}, own, None, PY_ROLES)]
+    return []
+
+
 def var_sets(repo_root: Path = REPO_ROOT) -> List[VarSet]:
     """The defaults, every inventory group or host that sets a Python pin, every scenario."""
     defaults = role_defaults(repo_root)
@@ -1038,6 +1064,7 @@ def var_sets(repo_root: Path = REPO_ROOT) -> List[VarSet]:
                     PY_ROLES,
                 )
             )
+    out.extend(newest_torch_var_sets(defaults))
     base_path = repo_root / ".config" / "molecule" / "config.yml"
     base = _yaml(base_path) if base_path.exists() else {}
     base_inventory = (base.get("provisioner") or {}).get("inventory") or {}
@@ -1424,6 +1451,8 @@ def catalogue_claims(
                         f"{where}, torch_only_python {torch_only}" if torch_only else where,
                     )
                 )
+                if vision is None:
+                    continue  # the catalogue says PyPI has no torchvision for it yet
                 out.append(
                     Claim("torchvision", vision, py, ok, f"{where}, torchvision of torch {torch}")
                 )

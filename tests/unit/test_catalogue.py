@@ -324,3 +324,66 @@ def test_repository_cuda_bounds_are_known_toolkits():
     for repo, row in CATALOGUE["repositories"].items():
         for bound in (row["cuda"]["first"], row["cuda"]["last"]):
             assert bound is None or bound in series, (repo, bound)
+
+
+# ---------------------------------------------------------------------------
+# torch releases and cuDNN's CUDA majors (issue 35)
+# ---------------------------------------------------------------------------
+
+
+def _vkey(version):
+    return tuple(int(p) for p in version.split("."))
+
+
+def test_torch_series_are_ordered_and_each_release_is_in_its_series():
+    series = [row["series"] for row in CATALOGUE["torch_releases"]]
+    assert series == sorted(series, key=_vkey)
+    for row in CATALOGUE["torch_releases"]:
+        for torch, vision in row["releases"].items():
+            assert _vkey(torch)[:2] == _vkey(row["series"])
+            assert vision is None or re.match(r"^0\.\d+\.\d+$", vision)
+
+
+def test_torch_variants_name_a_known_cuda_and_a_sourced_arch_list():
+    cudas = {row["cuda"][: row["cuda"].rfind(".")] for row in CATALOGUE["cuda_toolkits"]}
+    for row in CATALOGUE["torch_releases"]:
+        for name, wheel in row["variants"].items():
+            where = f"torch {row['series']} {name}"
+            assert wheel["cuda"] in cudas or _vkey(wheel["cuda"]) < (11, 0), where
+            assert (wheel["arch_list"] is None) == (wheel["arch_list_source"] is None), where
+            if wheel.get("nccl") is not None:
+                assert re.match(r"^2\.\d+\.\d+$", wheel["nccl"]), where
+        if "pypi_default" in row:
+            assert not row["variants"][row["pypi_default"]]["experimental"]
+
+
+def test_a_release_without_torchvision_yet_is_the_newest_series_only():
+    without = [
+        torch
+        for row in CATALOGUE["torch_releases"]
+        for torch, vision in row["releases"].items()
+        if vision is None
+    ]
+    newest = CATALOGUE["torch_releases"][-1]["releases"]
+    assert set(without) <= set(newest)
+
+
+def test_cudnn_cuda_majors_rows_are_ordered_and_do_not_overlap():
+    rows = CATALOGUE["cudnn_cuda_majors"]
+    assert rows and rows[-1]["last"] is None
+    for before, after in zip(rows, rows[1:]):
+        assert before["last"] is not None
+        assert _vkey(before["last"]) < _vkey(after["first"])
+    for row in rows:
+        assert row["cuda_majors"] == sorted(row["cuda_majors"])
+        assert row["source"]
+    cuda11 = [r for r in rows if 11 in r["cuda_majors"]]
+    assert [r["last"] for r in cuda11] == ["9.10.2.21"]
+
+
+def test_an_unknown_cudnn_of_a_variant_says_what_was_looked_for():
+    for row in CATALOGUE["torch_releases"]:
+        for wheel in row["variants"].values():
+            if "cudnn_source" in wheel:
+                assert wheel["cudnn"] is None
+                assert wheel["cudnn_source"].startswith("[no source found] ")
