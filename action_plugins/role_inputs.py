@@ -118,6 +118,9 @@ class ActionModule(ActionBase):
                 + "\n".join(problems),
             )
             return result
+        warnings = role_inputs.listener_warnings(role, values)
+        if warnings:
+            result["warnings"] = warnings
         result.update(
             changed=False,
             problems=[],
@@ -133,9 +136,9 @@ class ActionModule(ActionBase):
     def _name_the_source(self, problems, role_path, task_vars):
         """Say which variable a refused default was taken from.
 
-        A role's default may be another role's variable (nvidia_driver_cuda_version is
-        cuda_version's value): a message about the default then names the variable the
-        user set, which is the one to fix.
+        A role's default may be another role's variable (cuda_repo_base_url is
+        nvidia_driver_repo_base_url's value): a message about the default then names the
+        variable the user set, which is the one to fix.
         """
         defaults_file = os.path.join(role_path, "defaults", "main.yml")
         try:

@@ -425,10 +425,23 @@ class UnitName(Pattern):
         problem = super().check(value)
         if problem is None and isinstance(value, str) and value.endswith(".service"):
             return f"give the name without .service, e.g. {self.example}"
+        if problem is None and isinstance(value, str):
+            package = system_unit(value)
+            if package:
+                return (
+                    f"{value} is a unit of Debian's {package} package "
+                    "(module_utils/debian_units.py, generated from Debian's Contents index); a "
+                    "unit of that name in /etc/systemd/system would shadow or replace the "
+                    "system's on every host that has the package, now or later. Choose a name "
+                    f"of its own, e.g. kindling-{value}"
+                )
         return problem
 
     def describe(self) -> str:
-        return "systemd service name, not one an installed unit not written by Kindling has"
+        return (
+            "systemd service name, not one Debian's system packages ship "
+            "(module_utils/debian_units.py) nor one an installed unit not written by Kindling has"
+        )
 
 
 class IPAddress(Shape):
@@ -587,3 +600,227 @@ def _leaves(value: Any) -> Iterable[str]:
             yield from _leaves(item)
     elif value not in (None, ""):
         yield str(value)
+
+
+# --- Counts: how many of something, as Ansible's ``serial`` takes it
+
+
+class Count(Shape):
+    """A whole number 1 or more, a percentage from 1% to 100%, or a list of those.
+
+    Ansible's ``serial`` (kindling_serial) and any input like it: a batch of hosts.
+    Ansible itself turns ``"25%"`` into a number of hosts with int(), so a word ends the
+    run in a raw exception, and 0, a negative number or 150% would be taken as they are.
+    """
+
+    def __init__(self, what: str = "hosts per batch", example: str = '"25%"', list_ok: bool = True):
+        self.what, self.example, self.list_ok = what, example, list_ok
+
+    def _fix(self) -> str:
+        text = (
+            f"give a whole number of {self.what} (1 or more), or a percentage from 1% to 100% "
+            f"such as {self.example}"
+        )
+        return text + (', or a list of those such as [1, "25%", "100%"]' if self.list_ok else "")
+
+    def _one(self, value: Any) -> Optional[str]:
+        if isinstance(value, bool):
+            return self._fix()
+        if isinstance(value, str):
+            text = value.strip()
+            if re.fullmatch(r"[0-9]+%", text) and value == text:
+                if 1 <= int(text[:-1]) <= 100:
+                    return None
+                return f"a percentage must be from 1% to 100%; {self._fix()}"
+            if re.fullmatch(r"[+-]?[0-9]+", value):
+                value = int(value)
+            else:
+                return self._fix()
+        if not isinstance(value, int):
+            return self._fix()
+        if value < 1:
+            return f"it must be 1 or more ({value} would leave no {self.what}); {self._fix()}"
+        return None
+
+    def check(self, value: Any) -> Optional[str]:
+        if isinstance(value, (list, tuple)):
+            if not self.list_ok:
+                return self._fix()
+            if not value:
+                return f"an empty list has no batch size; {self._fix()}"
+            for index, item in enumerate(value):
+                problem = self._one(item)
+                if problem:
+                    return f"element {index} ({_quoted(item)}): {problem}"
+            return None
+        return self._one(value)
+
+    def describe(self) -> str:
+        return "count: int >= 1 or 1%-100%" + (", or a list of those" if self.list_ok else "")
+
+
+# --- Files read by another program: each path input names the program that reads it
+
+
+class Consumer:
+    """A program that reads files from a directory, and the rule for the names it reads."""
+
+    def __init__(self, title: str, dirs: Sequence[str], name: str, rule: str, man: str):
+        self.title, self.dirs, self.rule, self.man = title, tuple(dirs), rule, man
+        self.name = re.compile(r"\A(?:" + name + r")\Z")
+        self.source = name
+
+    def reads(self, file_name: str) -> bool:
+        return bool(self.name.match(file_name))
+
+
+CONSUMERS: Dict[str, Consumer] = {
+    "apt_sources": Consumer(
+        "apt sources (deb822)",
+        ("/etc/apt/sources.list.d",),
+        r"[A-Za-z0-9_.-]+\.sources",
+        'apt reads /etc/apt/sources.list.d files whose names "may only contain letters (a-z '
+        'and A-Z), digits (0-9), underscore (_), hyphen (-) and period (.) characters" and '
+        'that end in ".list or .sources depending on the contained style"; Kindling writes '
+        "the deb822 style, so the name ends in .sources",
+        "sources.list(5)",
+    ),
+    "apt_preferences": Consumer(
+        "apt preferences",
+        ("/etc/apt/preferences.d",),
+        r"[A-Za-z0-9_-]+|[A-Za-z0-9_-][A-Za-z0-9_.-]*\.pref",
+        "apt reads /etc/apt/preferences.d files that \"have either no or 'pref' as filename "
+        "extension and only contain alphanumeric, hyphen (-), underscore (_) and period (.) "
+        'characters"; any other file is ignored with only a notice, and the pin never applies',
+        "apt_preferences(5)",
+    ),
+    "modprobe_d": Consumer(
+        "modprobe.d",
+        ("/etc/modprobe.d",),
+        r"[A-Za-z0-9_.+-]+\.conf",
+        "modprobe only reads /etc/modprobe.d/*.conf",
+        "modprobe.d(5): configuration files are read from /etc/modprobe.d/*.conf",
+    ),
+    "ld_so_conf_d": Consumer(
+        "ld.so.conf.d",
+        ("/etc/ld.so.conf.d",),
+        r"[A-Za-z0-9_.+-]+\.conf",
+        "ldconfig only reads /etc/ld.so.conf.d/*.conf",
+        "ldconfig(8); Debian's /etc/ld.so.conf is `include /etc/ld.so.conf.d/*.conf`",
+    ),
+    "profile_d": Consumer(
+        "profile.d",
+        ("/etc/profile.d",),
+        r"[A-Za-z0-9_.-]+\.sh",
+        "login shells read only /etc/profile.d/*.sh",
+        "bash(1) INVOCATION; Debian's /etc/profile sources `/etc/profile.d/*.sh`",
+    ),
+    "apt_keyring": Consumer(
+        "apt signed-by keyring",
+        ("/usr/share/keyrings", "/etc/apt/keyrings"),
+        r"[A-Za-z0-9_.-]+\.gpg",
+        "a keyring lives in /usr/share/keyrings or /etc/apt/keyrings and ends in .gpg (apt "
+        'reads a binary keyring as Signed-By only "with the file extension .gpg")',
+        "sources.list(5), Signed-By",
+    ),
+    "dockerd": Consumer(
+        "dockerd",
+        ("/etc/docker",),
+        r"daemon\.json",
+        "dockerd reads only /etc/docker/daemon.json",
+        "dockerd(8): --config-file defaults to /etc/docker/daemon.json",
+    ),
+}
+
+
+class ConsumedFile(AbsPath):
+    """A path of a file that another program reads: its name must be one that program reads.
+
+    ``derived`` lists the names a role makes from this one ((what, function of the file
+    name)): each is held to the same consumer's rule.
+    """
+
+    def __init__(
+        self,
+        consumer: str,
+        example: str,
+        derived: Sequence[Tuple[str, Any]] = (),
+        empty_ok: bool = False,
+    ):
+        self.consumer = CONSUMERS[consumer]
+        self.derived = tuple(derived)
+        super().__init__(
+            under=self.consumer.dirs,
+            name=self.consumer.source,
+            why=f"{self.consumer.rule} ({self.consumer.man})",
+            example=example,
+            empty_ok=empty_ok,
+        )
+
+    def check(self, value: Any) -> Optional[str]:
+        problem = super().check(value)
+        if problem or self._empty(value):
+            return problem
+        base = value.rstrip("/").rsplit("/", 1)[-1]
+        for what, derive in self.derived:
+            name = derive(base)
+            if not self.consumer.reads(name):
+                return (
+                    f"the role derives {what} from it, named {name}, which "
+                    f"{self.consumer.title} ignores: {self.consumer.rule} "
+                    f"({self.consumer.man}); e.g. {self.example}"
+                )
+        return None
+
+    def describe(self) -> str:
+        return f"a file {self.consumer.title} reads ({self.consumer.man}): " + super().describe()
+
+
+# --- Listeners: the address and port a Kindling service listens on
+
+
+def is_wildcard(address: Any) -> bool:
+    """0.0.0.0, :: and their other spellings: every interface of the host."""
+    try:
+        return ipaddress.ip_address(str(address)).is_unspecified
+    except ValueError:
+        return False
+
+
+class ListenPort(Int):
+    """A TCP port a service listens on; below 1024 only for a service that runs as root."""
+
+    def __init__(self, runs_as: str, example: int):
+        super().__init__(1, 65535, why="a TCP port")
+        self.runs_as, self.example = runs_as, example
+
+    def check(self, value: Any) -> Optional[str]:
+        problem = super().check(value)
+        if problem:
+            return problem
+        if int(value) < 1024:
+            return (
+                f"ports below 1024 are privileged (only root may listen on them), and the "
+                f"service runs as {self.runs_as}, not root; use a port from 1024 to 65535 such as "
+                f"the default {self.example}, and put a reverse proxy in front for 80 or 443"
+            )
+        return None
+
+    def describe(self) -> str:
+        return f"TCP port 1024-65535 (the service runs as {self.runs_as})"
+
+
+# --- Unit names of the operating system
+
+
+def system_unit(name: str) -> Optional[str]:
+    """The Debian package that ships a unit of this name (module_utils/debian_units.py)."""
+    try:
+        from ansible.module_utils.debian_units import UNITS
+    except ImportError:  # pragma: no cover - imported as a plain module in tools
+        from debian_units import UNITS  # type: ignore
+    if name in UNITS:
+        return UNITS[name]
+    if "@" in name and name.split("@", 1)[0] + "@" in UNITS:
+        return UNITS[name.split("@", 1)[0] + "@"]
+    return None

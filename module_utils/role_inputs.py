@@ -24,12 +24,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ansible.module_utils.input_types import (
     AbsPath,
     Choice,
+    ConsumedFile,
     DictOf,
     Fingerprint,
     Float,
     Free,
     Int,
     IPAddress,
+    ListenPort,
     ListOf,
     Name,
     Pattern,
@@ -43,6 +45,7 @@ from ansible.module_utils.input_types import (
     Url,
     UserName,
     check_all,
+    is_wildcard,
     problem_message,
 )
 
@@ -68,25 +71,20 @@ def release(example: str) -> Pattern:
     return Pattern(r"[0-9]+\.[0-9]+\.[0-9]+", example, "a release is X.Y.Z")
 
 
-def apt_preferences_file(name: str) -> AbsPath:
-    return AbsPath(
-        under=("/etc/apt/preferences.d",),
-        name=r"[A-Za-z0-9_.-]+",
-        why="apt reads only files in /etc/apt/preferences.d named with letters, digits, _ . -",
-        example=f"/etc/apt/preferences.d/{name}",
+def apt_preferences_file(name: str, derived=()) -> AbsPath:
+    # The consumer's rule (input_types.CONSUMERS): apt_preferences(5).
+    return ConsumedFile(
+        "apt_preferences", example=f"/etc/apt/preferences.d/{name}", derived=derived
     )
 
 
 def apt_sources_file(name: str) -> AbsPath:
-    return AbsPath(
-        under=("/etc/apt/sources.list.d",),
-        name=r"[A-Za-z0-9_.-]+\.sources",
-        why=(
-            "apt reads deb822 files in /etc/apt/sources.list.d named with letters, digits, "
-            "_ . - and ending .sources"
-        ),
-        example=f"/etc/apt/sources.list.d/{name}",
-    )
+    return ConsumedFile("apt_sources", example=f"/etc/apt/sources.list.d/{name}")
+
+
+# roles/nvidia_driver/tasks/fabric-manager.yml pins the fabric manager in
+# <dir>/00-<name>-fabricmanager, next to the driver's pin.
+FABRIC_MANAGER_PIN = ("the fabric manager's pin", lambda base: f"00-{base}-fabricmanager")
 
 
 def cuda_repository_shapes(prefix: str) -> Dict[str, Shape]:
@@ -112,10 +110,8 @@ def cuda_repository_shapes(prefix: str) -> Dict[str, Shape]:
             example="https://developer.download.nvidia.com/.../3bf863cc.pub",
         ),
         f"{prefix}key_fingerprint": Fingerprint(empty_ok=True),
-        f"{prefix}keyring": AbsPath(
-            under=("/usr/share/keyrings", "/etc/apt/keyrings"),
-            name=r"[A-Za-z0-9_.-]+\.gpg",
-            why="a keyring lives in /usr/share/keyrings or /etc/apt/keyrings and ends in .gpg",
+        f"{prefix}keyring": ConsumedFile(
+            "apt_keyring",
             empty_ok=True,
             example="/usr/share/keyrings/cuda-archive-keyring.gpg",
         ),
@@ -186,11 +182,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
     },
     "gpu_preflight": {
         "gpu_preflight_gpu_required": Spec(),
-        "gpu_preflight_plan": Free(
-            "its keys are the other roles' variables, each checked by that role's shapes, "
-            "and the whole plan by gpu_stack_check"
-        ),
         "gpu_preflight_fail_on_incompatible": Spec(),
+        "gpu_preflight_report_dir": Free("a controller path, made when missing"),
         "gpu_preflight_check_stages": Spec(),
         "gpu_preflight_ram_per_gpu_memory": Float(0, 16, why="a multiple of the GPU memory"),
         "gpu_preflight_min_free_disk_gb": Int(0, 100000, "GB"),
@@ -206,11 +199,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
     },
     "nouveau": {
         "nouveau_blacklist_enabled": Spec(),
-        "nouveau_modprobe_file": AbsPath(
-            under=("/etc/modprobe.d",),
-            name=r"[A-Za-z0-9_.+-]+\.conf",
-            why="modprobe only reads /etc/modprobe.d/*.conf",
-            example="/etc/modprobe.d/blacklist-nouveau.conf",
+        "nouveau_modprobe_file": ConsumedFile(
+            "modprobe_d", example="/etc/modprobe.d/blacklist-nouveau.conf"
         ),
         "nouveau_update_initramfs": Spec(),
         "nouveau_unload": Spec(),
@@ -226,8 +216,6 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_version": DRIVER_VERSION,
         "nvidia_driver_package_flavor": Spec(),
         "nvidia_driver_kernel_modules": Spec(),
-        "nvidia_driver_cuda_version": CUDA_VERSION,
-        "nvidia_driver_cuda_install_method": Spec(),
         "nvidia_driver_adopt_newer": Spec(),
         "nvidia_driver_minimum_version": Pattern(
             r"[0-9]{3}(\.[0-9]{1,3}){0,2}",
@@ -242,7 +230,9 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_gpu_required": Spec(),
         "nvidia_driver_hold": Spec(),
         "nvidia_driver_pin": Spec(),
-        "nvidia_driver_preferences_file": apt_preferences_file("kindling-nvidia-driver"),
+        "nvidia_driver_preferences_file": apt_preferences_file(
+            "kindling-nvidia-driver", derived=(FABRIC_MANAGER_PIN,)
+        ),
         "nvidia_driver_distro_components": Spec(),
         "nvidia_driver_distro_sources_file": apt_sources_file("kindling-nvidia-distro.sources"),
         **cuda_repository_shapes("nvidia_driver_repo_"),
@@ -261,7 +251,10 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_verify_action": Spec(),
     },
     "cuda": {
-        **cuda_repository_shapes("cuda_repo_"),
+        # The distro is nvidia_driver_repo_distro's alone (cuda reads it from the plan).
+        **{
+            k: v for k, v in cuda_repository_shapes("cuda_repo_").items() if k != "cuda_repo_distro"
+        },
         "cuda_repo_timeout": Int(1, 600, "seconds", "how long to wait for the key server"),
         "cuda_apt_lock_timeout": APT_LOCK,
         "cuda_version": CUDA_VERSION,
@@ -269,7 +262,6 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "cuda_distro_components": Spec(),
         "cuda_distro_sources_file": apt_sources_file("kindling-cuda-distro.sources"),
         "cuda_versions_extra": ListOf(CUDA_VERSION, unique=True),
-        "cuda_driver_branch": driver_branch(empty_ok=True),
         "cuda_toolkit_prefix": AbsPath(example="/usr/local"),
         "cuda_home": AbsPath(example="/usr/local/cuda", own_dir=True),
         "cuda_cudnn_install": Spec(),
@@ -291,12 +283,7 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             example="https://example.com/cudnn-linux-x86_64-9.14.0.64_cuda13-archive.tar.xz",
         ),
         "cuda_cudnn_tarball_sha256": Sha256(empty_ok=True),
-        "cuda_profile_file": AbsPath(
-            under=("/etc/profile.d",),
-            name=r"[A-Za-z0-9_.-]+\.sh",
-            why="login shells read only /etc/profile.d/*.sh",
-            example="/etc/profile.d/cuda.sh",
-        ),
+        "cuda_profile_file": ConsumedFile("profile_d", example="/etc/profile.d/cuda.sh"),
         "cuda_apt_cache_valid_time": CACHE_TIME,
         "cuda_state_dir": STATE_DIR,
         "cuda_verify": Spec(),
@@ -363,7 +350,7 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "jupyter_home": AbsPath(example="/var/lib/jupyter", own_dir=True),
         "jupyter_notebook_dir": AbsPath(example="/var/lib/jupyter/notebooks", own_dir=True),
         "jupyter_ip": IPAddress(),
-        "jupyter_port": Port(),
+        "jupyter_port": ListenPort("jupyter_user", 8888),
         "jupyter_tls_cert": AbsPath(empty_ok=True, example="/etc/ssl/certs/jupyter.pem"),
         "jupyter_tls_key": AbsPath(empty_ok=True, example="/etc/ssl/private/jupyter.key"),
         "jupyter_allow_insecure_bind": Spec(),
@@ -392,7 +379,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             empty_ok=True,
         ),
         "dcgm_exporter_bind_address": IPAddress(),
-        "dcgm_exporter_port": Port(),
+        "dcgm_exporter_port": ListenPort("dcgm_exporter_user", 9400),
+        "dcgm_exporter_allow_insecure_bind": Spec(),
         "dcgm_exporter_collect_interval_ms": Int(100, 3600000, "ms"),
         "dcgm_exporter_counters": ListOf(
             Record(
@@ -436,11 +424,8 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             "a package version like 1.18.0-1",
             empty_ok=True,
         ),
-        "dcgm_exporter_docker_daemon_json": AbsPath(
-            under=("/etc/docker",),
-            name=r"daemon\.json",
-            why="dockerd reads only /etc/docker/daemon.json",
-            example="/etc/docker/daemon.json",
+        "dcgm_exporter_docker_daemon_json": ConsumedFile(
+            "dockerd", example="/etc/docker/daemon.json"
         ),
         "dcgm_exporter_dcgm_packages": ListOf(
             Pattern(
@@ -798,6 +783,57 @@ def _gpu_check_rules(v: Dict[str, Any], ctx: Dict[str, Any]) -> List[Finding]:
     return []
 
 
+# --- listeners: (address variable, port variable, opt-in variable or "" where the role's own
+# rule guards the address, what anyone who reaches it gets). A wildcard address needs the
+# opt-in; it is always warned about, naming what is exposed.
+LISTENERS: Dict[str, Sequence[Tuple[str, str, str, str]]] = {
+    "jupyter": (
+        (
+            "jupyter_ip",
+            "jupyter_port",
+            "",  # _jupyter_rules: a non-loopback address needs TLS or jupyter_allow_insecure_bind
+            "JupyterLab, which runs code for whoever holds the token",
+        ),
+    ),
+    "dcgm_exporter": (
+        (
+            "dcgm_exporter_bind_address",
+            "dcgm_exporter_port",
+            "dcgm_exporter_allow_insecure_bind",
+            "dcgm-exporter's unauthenticated GPU metrics (a Docker-published port also bypasses "
+            "the host's INPUT firewall rules)",
+        ),
+    ),
+}
+
+
+def _listener_rules(role: str, v: Dict[str, Any]) -> List[Finding]:
+    found = []
+    for address, port, opt_in, what in LISTENERS.get(role, ()):
+        if opt_in and is_wildcard(v.get(address)) and not v.get(opt_in):
+            found.append(
+                _msg(
+                    address,
+                    v,
+                    f"a wildcard address listens on every interface of the host, publishing {what} "
+                    f"on port {v.get(port)} to every network it is on. Give the host's own address "
+                    f"on the network your Prometheus scrapes from (e.g. 10.0.0.5) and firewall the "
+                    f"port, keep the default 127.0.0.1, or set {opt_in}: true",
+                )
+            )
+    return found
+
+
+def listener_warnings(role: str, v: Dict[str, Any]) -> List[str]:
+    """A warning for each of the role's listeners on a wildcard address, naming what is exposed."""
+    return [
+        f"{address} is {v.get(address)!r}: port {v.get(port)} on every interface of this host "
+        f"serves {what}; anyone who can reach the host on any network can use it"
+        for address, port, _, what in LISTENERS.get(role, ())
+        if is_wildcard(v.get(address))
+    ]
+
+
 RULES: Dict[str, Rule] = {
     "nvidia_driver": _nvidia_driver_rules,
     "cuda": _cuda_rules,
@@ -1015,6 +1051,7 @@ def check_role(
         rule = RULES.get(role)
         if rule:
             messages += [m for _, m in rule(values, context)]
+        messages += [m for _, m in _listener_rules(role, values)]
         if host and not messages:
             messages += [m for _, m in host_findings(role, values, unit_dirs, root)]
     return messages

@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+import ansible.module_utils
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOC = REPO_ROOT / "docs" / "CATALOGUE.md"
 BEGIN = (
@@ -39,10 +41,15 @@ END = "<!-- /catalogue-freshness -->"
 PYPI_JSON = "https://pypi.org/pypi/{project}/json"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
+# The catalogue as the modules see it (ansible.module_utils), as tools/reference_table.py
+# reads it: putting module_utils/ itself on sys.path would shadow library/'s modules of the
+# same name (cudnn_redist) for any later import in the same process.
+if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(REPO_ROOT / "module_utils"))
+from ansible.module_utils.vendor_catalogue import CATALOGUE  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(REPO_ROOT / "module_utils"))
 import marked_block  # noqa: E402
-from vendor_catalogue import CATALOGUE  # noqa: E402
 
 _FINAL = re.compile(r"^\d+(\.\d+)*$")  # no .dev, rc, post or local tags
 

@@ -39,6 +39,10 @@ CLASSES: Dict[str, str] = {
     "stack-defaults": "a partly changed stack that fails only because of another role's default",
     "host": "the host or the inventory",
     "download": "a download that is not the pinned one",
+    "count": "a count (kindling_serial) that is not a whole number 1 or more, 1%-100%, or a list of those",
+    "consumer": "a file name that the program reading it (apt, modprobe, a login shell) ignores, derived names included",
+    "listener": "a wildcard address without its opt-in, a privileged port for a service not run as root, two listeners on one port",
+    "system-unit": "a unit name that Debian's base-system or common service packages ship (module_utils/debian_units.py)",
 }
 
 # The roles, in stage order; "inventory" is site.yml's own stage 0.
@@ -85,7 +89,8 @@ CASES: List[Dict[str, object]] = [
         "input": "nouveau_modprobe_file: /etc/nouveau.txt",
         "playbook": "nouveau.yml",
         "vars": {"nouveau_modprobe_file": "/etc/nouveau.txt"},
-        "expect": "nouveau_modprobe_file is '/etc/nouveau.txt': modprobe only reads /etc/modprobe.d/*.conf; "
+        "expect": "nouveau_modprobe_file is '/etc/nouveau.txt': modprobe only reads /etc/modprobe.d/*.conf "
+        "(modprobe.d(5): configuration files are read from /etc/modprobe.d/*.conf); "
         "e.g. /etc/modprobe.d/blacklist-nouveau.conf",
     },
     {
@@ -493,8 +498,8 @@ CASES: List[Dict[str, object]] = [
         "input": "cuda_profile_file: /etc/cuda.sh",
         "playbook": "site.yml",
         "vars": {**NO_GPU, "cuda_profile_file": "/etc/cuda.sh"},
-        "expect": "cuda_profile_file is '/etc/cuda.sh': login shells read only /etc/profile.d/*.sh; e.g. "
-        "/etc/profile.d/cuda.sh",
+        "expect": "cuda_profile_file is '/etc/cuda.sh': login shells read only /etc/profile.d/*.sh (bash(1) "
+        "INVOCATION; Debian's /etc/profile sources `/etc/profile.d/*.sh`); e.g. /etc/profile.d/cuda.sh",
         "changed_zero": True,
     },
     {
@@ -752,11 +757,10 @@ CASES: List[Dict[str, object]] = [
         "id": "cuda-version-trailing-newline",
         "class": "pattern",
         "role": "cuda",
-        "input": 'cuda_version: "13.0\\n" (stage 1 checks nvidia_driver, whose nvidia_driver_cuda_version '
-        "defaults to cuda_version, before cuda)",
+        "input": 'cuda_version: "13.0\\n" (stage 1 checks every role\'s inputs before any change)',
         "playbook": "site.yml",
         "vars": {**NO_GPU, "cuda_version": "13.0\n"},
-        "expect": "nvidia_driver_cuda_version is '13.0\\n': a CUDA version is major.minor, quoted (it has "
+        "expect": "cuda_version is '13.0\\n': a CUDA version is major.minor, quoted (it has "
         'leading or trailing whitespace or a newline); give a value like "13.0"',
         "changed_zero": True,
     },
@@ -1009,22 +1013,27 @@ CASES: List[Dict[str, object]] = [
         "id": "jupyter-service-name-dbus",
         "class": "unit-shadow",
         "role": "jupyter",
-        "input": "jupyter_service_name: dbus (the test host has /lib/systemd/system/dbus.service)",
+        "input": "jupyter_service_name: dbus (a unit of Debian's dbus package, refused by the list "
+        "before the host check)",
         "playbook": "site.yml",
         "vars": {**NO_GPU, "jupyter_service_name": "dbus"},
-        "expect": "jupyter_service_name is 'dbus': /usr/lib/systemd/system/dbus.service is already installed "
-        "and was not written by Kindling's jupyter role; a unit of that name would shadow or replace it. "
-        "Choose another name, e.g. kindling-dbus",
+        "expect": "jupyter_service_name is 'dbus': dbus is a unit of Debian's dbus package "
+        "(module_utils/debian_units.py, generated from Debian's Contents index); a unit of that name in "
+        "/etc/systemd/system would shadow or replace the system's on every host that has the package, now "
+        "or later. Choose a name of its own, e.g. kindling-dbus",
         "changed_zero": True,
     },
     {
-        "id": "jupyter-service-name-journald",
+        "id": "jupyter-service-name-installed",
         "class": "unit-shadow",
         "role": "jupyter",
-        "input": "jupyter_service_name: systemd-journald",
+        "input": "jupyter_service_name: labsvc, a unit the host has (/etc/systemd/system/labsvc.service, "
+        "written by someone else) that no Debian package ships",
         "playbook": "site.yml",
-        "vars": {**NO_GPU, "jupyter_service_name": "systemd-journald"},
-        "expect": "jupyter_service_name is 'systemd-journald': /usr/lib/systemd/system/systemd-journald.service "
+        "vars": {**NO_GPU, "jupyter_service_name": "labsvc"},
+        "prepare": "printf '[Unit]\\nDescription=a unit of the site\\n' > /etc/systemd/system/labsvc.service",
+        "cleanup": "rm -f /etc/systemd/system/labsvc.service",
+        "expect": "jupyter_service_name is 'labsvc': /etc/systemd/system/labsvc.service "
         "is already installed and was not written by Kindling's jupyter role",
         "changed_zero": True,
     },
@@ -1330,6 +1339,212 @@ CASES: List[Dict[str, object]] = [
     },
 ]
 
+# Cases run together: one `site.yml --check` over several inventory aliases of the one test
+# host, each alias with one bad input as its host variables (test_bad_inputs.py's
+# test_batch_case_is_refused_in_one_site_check). Each alias must be refused in stage 1 with
+# its own message; the run must never reach stage 2 and the host must stay as it was.
+SERIAL_FIX = (
+    "give a whole number of hosts per batch (1 or more), or a percentage from 1% to 100% such as "
+    '"25%", or a list of those such as [1, "25%", "100%"]'
+)
+APT_PREFERENCES_RULE = (
+    "apt reads /etc/apt/preferences.d files that \"have either no or 'pref' as filename extension and "
+    'only contain alphanumeric, hyphen (-), underscore (_) and period (.) characters"; any other file is '
+    "ignored with only a notice, and the pin never applies (apt_preferences(5))"
+)
+PRIVILEGED_PORT = (
+    "ports below 1024 are privileged (only root may listen on them), and the service runs as "
+    "jupyter_user, not root; use a port from 1024 to 65535 such as the default 8888, and put a reverse "
+    "proxy in front for 80 or 443"
+)
+
+
+def system_unit_case(name: str, package: str) -> Dict[str, object]:
+    return {
+        "id": f"system-unit-{name}",
+        "class": "system-unit",
+        "role": "jupyter",
+        "input": f"jupyter_service_name: {name} (Debian's {package} ships it; the test host has no such unit)",
+        "vars": {"jupyter_service_name": name},
+        "expect": f"jupyter_service_name is '{name}': {name} is a unit of Debian's {package} package "
+        "(module_utils/debian_units.py, generated from Debian's Contents index); a unit of that name in "
+        "/etc/systemd/system would shadow or replace the system's on every host that has the package, now "
+        f"or later. Choose a name of its own, e.g. kindling-{name}",
+    }
+
+
+BATCH_CASES: List[Dict[str, object]] = [
+    # --- count: kindling_serial, checked in stage 1 (which itself runs without serial)
+    {
+        "id": "serial-word",
+        "class": "count",
+        "role": "inventory",
+        "input": "kindling_serial: two",
+        "vars": {"kindling_serial": "two"},
+        "expect": f"kindling_serial is 'two': {SERIAL_FIX}",
+    },
+    {
+        "id": "serial-zero",
+        "class": "count",
+        "role": "inventory",
+        "input": "kindling_serial: 0",
+        "vars": {"kindling_serial": 0},
+        "expect": f"kindling_serial is 0: it must be 1 or more (0 would leave no hosts per batch); {SERIAL_FIX}",
+    },
+    {
+        "id": "serial-negative",
+        "class": "count",
+        "role": "inventory",
+        "input": "kindling_serial: -2",
+        "vars": {"kindling_serial": -2},
+        "expect": f"kindling_serial is -2: it must be 1 or more (-2 would leave no hosts per batch); {SERIAL_FIX}",
+    },
+    {
+        "id": "serial-over-100-percent",
+        "class": "count",
+        "role": "inventory",
+        "input": 'kindling_serial: "150%"',
+        "vars": {"kindling_serial": "150%"},
+        "expect": f"kindling_serial is '150%': a percentage must be from 1% to 100%; {SERIAL_FIX}",
+    },
+    {
+        "id": "serial-list-element",
+        "class": "count",
+        "role": "inventory",
+        "input": 'kindling_serial: [1, "0%"]',
+        "vars": {"kindling_serial": [1, "0%"]},
+        "expect": f"kindling_serial is [1, '0%']: element 1 ('0%'): a percentage must be from 1% to 100%; "
+        f"{SERIAL_FIX}",
+    },
+    # --- consumer: a file another program reads, named so that it never reads it
+    {
+        "id": "consumer-driver-pin-conf",
+        "class": "consumer",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_preferences_file: /etc/apt/preferences.d/kindling-nvidia.conf",
+        "vars": {"nvidia_driver_preferences_file": "/etc/apt/preferences.d/kindling-nvidia.conf"},
+        "expect": "nvidia_driver_preferences_file is '/etc/apt/preferences.d/kindling-nvidia.conf': "
+        f"{APT_PREFERENCES_RULE}; e.g. /etc/apt/preferences.d/kindling-nvidia-driver",
+    },
+    {
+        "id": "consumer-cudnn-pin-list",
+        "class": "consumer",
+        "role": "cuda",
+        "input": "cuda_cudnn_preferences_file: /etc/apt/preferences.d/cudnn.list",
+        "vars": {"cuda_cudnn_preferences_file": "/etc/apt/preferences.d/cudnn.list"},
+        "expect": "cuda_cudnn_preferences_file is '/etc/apt/preferences.d/cudnn.list': "
+        f"{APT_PREFERENCES_RULE}; e.g. /etc/apt/preferences.d/kindling-cudnn",
+    },
+    {
+        "id": "consumer-fabric-manager-pin-derived",
+        "class": "consumer",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_preferences_file: /etc/apt/preferences.d/kindling.pref (legal; the fabric "
+        "manager's pin derived from it, 00-kindling.pref-fabricmanager, is not)",
+        "vars": {"nvidia_driver_preferences_file": "/etc/apt/preferences.d/kindling.pref"},
+        "expect": "nvidia_driver_preferences_file is '/etc/apt/preferences.d/kindling.pref': the role derives "
+        "the fabric manager's pin from it, named 00-kindling.pref-fabricmanager, which apt preferences "
+        f"ignores: {APT_PREFERENCES_RULE}; e.g. /etc/apt/preferences.d/kindling-nvidia-driver",
+    },
+    {
+        "id": "consumer-sources-one-line-name",
+        "class": "consumer",
+        "role": "cuda",
+        "input": "cuda_distro_sources_file: /etc/apt/sources.list.d/cuda.list (Kindling writes deb822)",
+        "vars": {"cuda_distro_sources_file": "/etc/apt/sources.list.d/cuda.list"},
+        "expect": "cuda_distro_sources_file is '/etc/apt/sources.list.d/cuda.list': apt reads "
+        '/etc/apt/sources.list.d files whose names "may only contain letters (a-z and A-Z), digits (0-9), '
+        'underscore (_), hyphen (-) and period (.) characters" and that end in ".list or .sources depending '
+        'on the contained style"; Kindling writes the deb822 style, so the name ends in .sources '
+        "(sources.list(5)); e.g. /etc/apt/sources.list.d/kindling-cuda-distro.sources",
+    },
+    {
+        "id": "consumer-profile-bash",
+        "class": "consumer",
+        "role": "cuda",
+        "input": "cuda_profile_file: /etc/profile.d/cuda.bash",
+        "vars": {"cuda_profile_file": "/etc/profile.d/cuda.bash"},
+        "expect": "cuda_profile_file is '/etc/profile.d/cuda.bash': login shells read only /etc/profile.d/*.sh "
+        "(bash(1) INVOCATION; Debian's /etc/profile sources `/etc/profile.d/*.sh`); e.g. /etc/profile.d/cuda.sh",
+    },
+    # --- listener: wildcard addresses, privileged ports, two listeners on one port
+    {
+        "id": "listener-dcgm-wildcard-v4",
+        "class": "listener",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_bind_address: 0.0.0.0 without dcgm_exporter_allow_insecure_bind",
+        "vars": {"dcgm_exporter_bind_address": "0.0.0.0"},
+        "expect": "dcgm_exporter_bind_address is '0.0.0.0': a wildcard address listens on every interface of "
+        "the host, publishing dcgm-exporter's unauthenticated GPU metrics (a Docker-published port also "
+        "bypasses the host's INPUT firewall rules) on port 9400 to every network it is on. Give the host's "
+        "own address on the network your Prometheus scrapes from (e.g. 10.0.0.5) and firewall the port, keep "
+        "the default 127.0.0.1, or set dcgm_exporter_allow_insecure_bind: true",
+    },
+    {
+        "id": "listener-dcgm-wildcard-v6",
+        "class": "listener",
+        "role": "dcgm_exporter",
+        "input": 'dcgm_exporter_bind_address: "::" without dcgm_exporter_allow_insecure_bind',
+        "vars": {"dcgm_exporter_bind_address": "::"},
+        "expect": "dcgm_exporter_bind_address is '::': a wildcard address listens on every interface of the "
+        "host",
+        "expect_also": ["or set dcgm_exporter_allow_insecure_bind: true"],
+    },
+    {
+        "id": "listener-jupyter-port-80",
+        "class": "listener",
+        "role": "jupyter",
+        "input": "jupyter_port: 80 (Jupyter runs as jupyter_user)",
+        "vars": {"jupyter_port": 80},
+        "expect": f"jupyter_port is 80: {PRIVILEGED_PORT}",
+    },
+    {
+        "id": "listener-jupyter-port-443",
+        "class": "listener",
+        "role": "jupyter",
+        "input": "jupyter_port: 443",
+        "vars": {"jupyter_port": 443},
+        "expect": f"jupyter_port is 443: {PRIVILEGED_PORT}",
+    },
+    {
+        "id": "listener-two-on-one-port",
+        "class": "listener",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_port: 8888, Jupyter's default port on the same host",
+        "vars": {"dcgm_exporter_port": 8888},
+        "expect": "dcgm_exporter_port is 8888: jupyter_port is 8888 too: JupyterLab already listens on that "
+        "port of this host, so dcgm-exporter's metrics endpoint could not start; give dcgm_exporter_port a "
+        "port of its own (e.g. 8889), or change jupyter_port",
+    },
+    {
+        "id": "listener-wildcard-opt-in-warns",
+        "class": "listener",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_bind_address: 0.0.0.0 with dcgm_exporter_allow_insecure_bind: true is accepted "
+        "with a warning naming what is exposed (the alias is refused for its kindling_serial: 0)",
+        "vars": {
+            "dcgm_exporter_bind_address": "0.0.0.0",
+            "dcgm_exporter_allow_insecure_bind": True,
+            "kindling_serial": 0,
+        },
+        "expect": "kindling_serial is 0: it must be 1 or more",
+        "expect_in_run": [
+            "dcgm_exporter_bind_address is '0.0.0.0': port 9400 on every interface of this host serves "
+            "dcgm-exporter's unauthenticated GPU metrics"
+        ],
+        "forbid": ["a wildcard address listens on every interface"],
+    },
+    # --- system-unit: the operating system's unit names, refused on every host
+    system_unit_case("ssh", "openssh-server"),
+    system_unit_case("cron", "cron"),
+    system_unit_case("docker", "docker.io"),
+    system_unit_case("containerd", "containerd"),
+    system_unit_case("networking", "ifupdown"),
+]
+for _case in BATCH_CASES:
+    _case.update(playbook="site.yml", batch=True, changed_zero=True)
+CASES += BATCH_CASES
+
 # Faults, check mode and exposure. Each names the test that proves it; the ones in
 # tests/reliability run in this suite, the Molecule ones in `make molecule`.
 FAULTS_TEST = "tests/reliability/test_faults.py"
@@ -1491,6 +1706,7 @@ def also_through_site(case: Dict[str, object]) -> bool:
 
 
 SITE_CASES = [case for case in CASES if also_through_site(case)]
+SINGLE_CASES = [case for case in CASES if not case.get("batch")]
 
 
 def through_site_count() -> int:
@@ -1518,6 +1734,8 @@ def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
         return (results or {}).get(case_id, "pass")
 
     def site_column(case: Dict[str, object]) -> str:
+        if case.get("batch"):
+            return "its own playbook, one alias of one run"
         if case["playbook"] == "site.yml":
             return "its own playbook"
         if also_through_site(case):
@@ -1570,7 +1788,8 @@ def render_markdown(results: Optional[Dict[str, str]] = None) -> str:
         lines.append(
             f"| {case['id']} | {case['class']} | {case['role']} | {_cell(case['input'])} "
             f"| {_cell(case['expect'])} | {_cell(site_column(case))} "
-            f"| tests/reliability/test_bad_inputs.py[{case['id']}] | {result(str(case['id']))} |"
+            f"| tests/reliability/test_bad_inputs.py{'::batch' if case.get('batch') else ''}"
+            f"[{case['id']}] | {result(str(case['id']))} |"
         )
     for title, rows in SECTIONS:
         lines += [

@@ -214,7 +214,9 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     results = {}
     for case in CASES:
         tests = ["test_bad_input_is_refused_before_any_change"]
-        if also_through_site(case):
+        if case.get("batch"):
+            tests = ["test_batch_case_is_refused_in_one_site_check"]
+        elif also_through_site(case):
             tests.append("test_bad_input_is_refused_by_site_yml_before_stage_2")
         found = [
             _outcome(f"tests/reliability/test_bad_inputs.py::{test}[{case['id']}]")

@@ -6,7 +6,7 @@ The rule (docs/DEVELOPMENT.md): what a role registers or sets for its own use is
 user and is listed under ``sets``; what its tasks, handlers and templates read that another
 role or a play sets is listed under ``reads``, with where it comes from. A role's own
 variables (meta/argument_specs.yml) are its inputs; defaults that name another role's
-variable declare that read in argument_specs already (``cuda_driver_branch``).
+variable declare that read in argument_specs already (``cuda_repo_base_url``).
 """
 
 from __future__ import annotations

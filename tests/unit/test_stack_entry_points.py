@@ -82,7 +82,11 @@ def test_each_stage_imports_its_entry_point_before_its_first_change(role):
     for t in before:
         if module(t) == "ansible.builtin.include_role":
             assert t[module(t)]["name"] == "gpu_preflight"
-            assert t[module(t)]["tasks_from"] == "detect"
+            # The host's plan (it reads the GPUs first when this run has not).
+            assert t[module(t)]["tasks_from"] == "plan"
+            assert t["when"] == (
+                "gpu_preflight_host_plan is not defined or kindling_effective_inputs is not defined"
+            )
 
 
 def _gpu_reads():
@@ -96,7 +100,10 @@ def _gpu_reads():
                 found.append((where, t))
             elif module(t) == "ansible.builtin.include_role":
                 args = t["ansible.builtin.include_role"]
-                if args.get("name") == "gpu_preflight" and args.get("tasks_from") == "detect":
+                if args.get("name") == "gpu_preflight" and args.get("tasks_from") in (
+                    "detect",
+                    "plan",
+                ):
                     found.append((where, t))
     return found
 
@@ -110,15 +117,24 @@ def test_the_gpus_are_detected_in_one_place():
         t for where, t in reads if module(t) == "nvidia_smi_facts" and where.endswith("detect.yml")
     ]
     assert len(detection) == 1 and detection[0]["nvidia_smi_facts"]["pci_facts"] is True
-    includes = {where for where, t in reads if module(t) == "ansible.builtin.include_role"}
-    assert includes == {
-        "nvidia_driver/preflight.yml",
-        "cuda/preflight.yml",
-        "conda_pytorch/preflight.yml",
-        "conda_pytorch/verify.yml",
+    includes = {
+        where: t["ansible.builtin.include_role"]["tasks_from"]
+        for where, t in reads
+        if module(t) == "ansible.builtin.include_role"
     }
+    # The stages include the plan entry point (which includes detect when this run has not
+    # read the GPUs); verify, run alone, only detect.
+    assert includes == {
+        "nvidia_driver/preflight.yml": "plan",
+        "cuda/preflight.yml": "plan",
+        "conda_pytorch/preflight.yml": "plan",
+        "conda_pytorch/verify.yml": "detect",
+    }
+    plan = yaml.safe_load((ROLES / "gpu_preflight" / "tasks" / "plan.yml").read_text())
+    assert plan[0]["ansible.builtin.include_tasks"] == "detect.yml"
+    assert plan[0]["when"] == "not gpu_preflight_gpus_read | default(false)"
     for where, t in reads:
-        if module(t) == "ansible.builtin.include_role":
+        if module(t) == "ansible.builtin.include_role" and includes[where] == "detect":
             assert t["when"] == "not gpu_preflight_gpus_read | default(false)", where
     again = sorted(
         where
