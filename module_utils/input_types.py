@@ -27,6 +27,7 @@ Each ``check`` returns ``None`` or a problem: what is wrong and the fix, to be p
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -514,14 +515,43 @@ class ListOf(Shape):
         return f"list of {self.element.describe()}"
 
 
+def nearest(name: Any, known: Iterable[Any]) -> str:
+    """ "did you mean X? " for the known name closest to ``name`` (difflib), or ""."""
+    known = [str(k) for k in known]
+    near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+    return f"did you mean {near[0]}? " if near else ""
+
+
+class FreeKeys(Shape):
+    """The keys of a free-form map (extra environment variables, labels): any name that
+    fits ``key``, on purpose, for the reason given; a dict input says so with this."""
+
+    def __init__(self, why: str, key: Optional[Shape] = None):
+        self.why, self.key = why, key
+
+    def check(self, value: Any) -> Optional[str]:
+        return self.key.check(value) if self.key else None
+
+    def describe(self) -> str:
+        return f"any key ({self.why})"
+
+
 class DictOf(Shape):
+    """A dict whose keys are declared: a ``Choice`` of the known keys (an unknown key is
+    refused naming the nearest one), or ``FreeKeys`` for a free-form map, on purpose."""
+
     def __init__(self, keys: Shape, values: Shape):
+        if not isinstance(keys, (Choice, FreeKeys)):
+            raise TypeError("DictOf keys: a Choice of the known keys, or FreeKeys(why)")
         self.keys, self.values = keys, values
 
     def check(self, value: Any) -> Optional[str]:
         if not isinstance(value, dict):
             return "give a mapping"
         for key, item in value.items():
+            if isinstance(self.keys, Choice) and key not in self.keys.choices:
+                known = ", ".join(str(c) for c in self.keys.choices)
+                return f"unknown key {key!r}: {nearest(key, self.keys.choices)}(keys: {known})"
             problem = self.keys.check(key) or self.values.check(item)
             if problem:
                 return f"entry {key!r}: {problem}"
@@ -532,7 +562,9 @@ class DictOf(Shape):
 
 
 class Record(Shape):
-    """A dict with known keys, each with its shape; ``required`` keys must be there."""
+    """A dict with known keys, each with its shape; ``required`` keys must be there. An
+    unknown key is refused first, naming the nearest known one (a misspelled required key
+    is named as what it is, not as a missing one)."""
 
     def __init__(self, fields: Dict[str, Shape], required: Iterable[str] = ()):
         self.fields, self.required = fields, tuple(required)
@@ -540,12 +572,15 @@ class Record(Shape):
     def check(self, value: Any) -> Optional[str]:
         if not isinstance(value, dict):
             return "give a mapping with keys " + ", ".join(self.fields)
+        unknown = sorted(set(value) - set(self.fields), key=str)
+        if unknown:
+            return (
+                f"unknown key {unknown[0]!r}: {nearest(unknown[0], self.fields)}"
+                f"(keys: {', '.join(self.fields)})"
+            )
         missing = [k for k in self.required if k not in value]
         if missing:
             return f"key {missing[0]} is missing (keys: {', '.join(self.fields)})"
-        unknown = sorted(set(value) - set(self.fields))
-        if unknown:
-            return f"unknown key {unknown[0]!r} (keys: {', '.join(self.fields)})"
         for key, shape in self.fields.items():
             if key in value:
                 problem = shape.check(value[key])

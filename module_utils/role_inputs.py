@@ -302,7 +302,7 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
             r"[0-9]+\.[0-9]+\.[0-9]+-[0-9]+", '"26.1.1-3"', "a Miniforge release is X.Y.Z-N"
         ),
         "conda_pytorch_miniforge_sha256": DictOf(
-            Pattern(r"[a-z0-9_]+", '"x86_64"', "an architecture as uname -m prints it"),
+            Choice(["x86_64", "aarch64"]),
             Free(
                 "this host's architecture's entry is checked by a rule, which names the "
                 "release's .sha256 file"

@@ -13,6 +13,11 @@ from pathlib import Path
 
 import ansible.module_utils
 import pytest
+from ansible.module_utils import _internal as _ansible_internal
+
+# Whether this process counts as Ansible's controller, read before any test file is
+# imported (see _fresh_module_warnings).
+_MODULE_HOST_MARK = _ansible_internal.is_controller
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_CAPTURES = REPO_ROOT.parent / "shared" / "fixtures" / "h200"
@@ -40,8 +45,9 @@ def _fresh_module_warnings():
     # Importing any controller code (templating, a callback plugin, the inventory manager)
     # marks the whole process as the controller, and from then on a module run in-process
     # hands its warnings to the controller's display instead of returning them: every later
-    # test that reads result["warnings"] failed. A test that needs the controller imports
-    # it again, which sets the mark; the next test starts as a module host again.
-    controller = _internal.is_controller
+    # test that reads result["warnings"] failed. Every test starts, and ends, with the mark
+    # as it was before any test file was imported (a file that imports controller code at
+    # its top sets it while pytest collects, before any test runs).
+    _internal.is_controller = _MODULE_HOST_MARK
     yield
-    _internal.is_controller = controller
+    _internal.is_controller = _MODULE_HOST_MARK

@@ -43,6 +43,9 @@ CLASSES: Dict[str, str] = {
     "consumer": "a file name that the program reading it (apt, modprobe, a login shell) ignores, derived names included",
     "listener": "a wildcard address without its opt-in, a privileged port for a service not run as root, two listeners on one port",
     "system-unit": "a unit name that Debian's base-system or common service packages ship (module_utils/debian_units.py)",
+    "unknown-variable": "a variable under a role's prefix or kindling_ that nothing declares (a misspelled name), "
+    "refused with the nearest declared name",
+    "dict-key": "a key that a dict input does not declare, refused with the nearest known key",
 }
 
 # The roles, in stage order; "inventory" is site.yml's own stage 0.
@@ -60,6 +63,11 @@ ROLES = [
     "gpu_check",
 ]
 
+UNKNOWN_FIX = (
+    "Set a declared name (docs/VARIABLES.md, docs/INPUTS.md), or, for a variable of your own under this "
+    "prefix, list it in kindling_allow_unknown_variables"
+)
+MINIFORGE_SHA256 = "b25b828b702df4dd2a6d24d4eb56cfa912471dd8e3342cde2c3d86fe3dc2d870"
 NO_GPU = {"gpu_required": False}  # this test host has no GPU; the stages then skip themselves
 
 CASES: List[Dict[str, object]] = [
@@ -1533,6 +1541,78 @@ BATCH_CASES: List[Dict[str, object]] = [
             "dcgm-exporter's unauthenticated GPU metrics"
         ],
         "forbid": ["a wildcard address listens on every interface"],
+    },
+    # --- unknown-variable: a misspelled name, refused in stage 1 (site_inputs) with the nearest
+    {
+        "id": "unknown-variable-driver-branch",
+        "class": "unknown-variable",
+        "role": "nvidia_driver",
+        "input": 'nvidia_driver_brach: "570"',
+        "vars": {"nvidia_driver_brach": "570"},
+        "expect": f"nvidia_driver_brach is not a variable the nvidia_driver role reads: did you mean "
+        f"nvidia_driver_branch? {UNKNOWN_FIX}",
+    },
+    {
+        "id": "unknown-variable-kindling-serial",
+        "class": "unknown-variable",
+        "role": "inventory",
+        "input": "kindling_serail: 2",
+        "vars": {"kindling_serail": 2},
+        "expect": f"kindling_serail is not a variable Kindling reads: did you mean kindling_serial? {UNKNOWN_FIX}",
+    },
+    {
+        "id": "unknown-variable-jupyter-port",
+        "class": "unknown-variable",
+        "role": "jupyter",
+        "input": "jupyter_prot: 8889",
+        "vars": {"jupyter_prot": 8889},
+        "expect": f"jupyter_prot is not a variable the jupyter role reads: did you mean jupyter_port? {UNKNOWN_FIX}",
+    },
+    {
+        "id": "unknown-variable-opt-out",
+        "class": "unknown-variable",
+        "role": "inventory",
+        "input": 'jupyter_mylab_theme: dark with kindling_allow_unknown_variables: ["jupyter_mylab_"] is let '
+        "through (the alias is refused for its kindling_serial: 0)",
+        "vars": {
+            "jupyter_mylab_theme": "dark",
+            "kindling_allow_unknown_variables": ["jupyter_mylab_"],
+            "kindling_serial": 0,
+        },
+        "expect": "kindling_serial is 0: it must be 1 or more",
+        "forbid": ["jupyter_mylab_theme is not a variable"],
+    },
+    # --- dict-key: a key a dict input does not declare, refused naming the nearest known one
+    # (gpu_preflight's dicts are checked in stage 1's second play, which a batch alias must not
+    # reach; tests/unit/test_unknown_variables.py covers them)
+    {
+        "id": "dict-key-miniforge-sha256-arch",
+        "class": "dict-key",
+        "role": "conda_pytorch",
+        "input": "conda_pytorch_miniforge_sha256: {x86-64: <sha256>}",
+        "vars": {"conda_pytorch_miniforge_sha256": {"x86-64": MINIFORGE_SHA256}},
+        "expect": f"conda_pytorch_miniforge_sha256 is {{'x86-64': '{MINIFORGE_SHA256}'}}: unknown key 'x86-64': "
+        "did you mean x86_64? (keys: x86_64, aarch64)",
+    },
+    {
+        "id": "dict-key-dcgm-counter-required",
+        "class": "dict-key",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_counters: [{feild: DCGM_FI_DEV_GPU_UTIL, type: gauge}], a required key misspelled",
+        "vars": {"dcgm_exporter_counters": [{"feild": "DCGM_FI_DEV_GPU_UTIL", "type": "gauge"}]},
+        "expect": "dcgm_exporter_counters is [{'feild': 'DCGM_FI_DEV_GPU_UTIL', 'type': 'gauge'}]: element 0 "
+        "({'feild': 'DCGM_FI_DEV_GPU_UTIL', 'type': 'gauge'}): unknown key 'feild': did you mean field? "
+        "(keys: field, type, help)",
+    },
+    {
+        "id": "dict-key-dcgm-counter",
+        "class": "dict-key",
+        "role": "dcgm_exporter",
+        "input": "dcgm_exporter_counters: [{field: DCGM_FI_DEV_GPU_UTIL, tpye: gauge}]",
+        "vars": {"dcgm_exporter_counters": [{"field": "DCGM_FI_DEV_GPU_UTIL", "tpye": "gauge"}]},
+        "expect": "dcgm_exporter_counters is [{'field': 'DCGM_FI_DEV_GPU_UTIL', 'tpye': 'gauge'}]: element 0 "
+        "({'field': 'DCGM_FI_DEV_GPU_UTIL', 'tpye': 'gauge'}): unknown key 'tpye': did you mean type? "
+        "(keys: field, type, help)",
     },
     # --- system-unit: the operating system's unit names, refused on every host
     system_unit_case("ssh", "openssh-server"),

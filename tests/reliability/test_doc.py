@@ -28,6 +28,8 @@ REQUIRED_CLASSES = [
     "secret",
     "rule",
     "stack-defaults",
+    "unknown-variable",
+    "dict-key",
 ]
 STAGE_ROLES = [role for role in ROLES if role != "inventory"]
 

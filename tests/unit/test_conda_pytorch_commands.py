@@ -64,7 +64,7 @@ CASES = {
     "no_wheel_for_variant": {**SEED, "conda_pytorch_cuda_variant": "cu118"},
     "unknown_torch": {"conda_pytorch_version": "1.11.0"},
     "local_tag_in_version": {"conda_pytorch_version": "1.12.1+cu116"},
-    "no_checksum": {"conda_pytorch_miniforge_sha256": {"ppc64le": "c" * 64}},
+    "no_checksum": {"conda_pytorch_miniforge_sha256": {"aarch64": "c" * 64}},
 }
 # Checked by the role's argument spec (the main entry point), which fails before any task.
 SPEC_CASES = {

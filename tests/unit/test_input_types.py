@@ -535,7 +535,10 @@ def test_dictof_checks_keys_and_values():
     shape = it.DictOf(it.Choice(["Ubuntu", "Debian"]), it.ListOf(it.Pattern(r"[0-9]{2}", '"12"')))
     assert shape.check({"Ubuntu": ["22"], "Debian": []}) is None
     assert shape.check({}) is None
-    assert shape.check({"Fedora": ["40"]}) == "entry 'Fedora': choose one of Ubuntu, Debian"
+    assert shape.check({"Fedora": ["40"]}) == "unknown key 'Fedora': (keys: Ubuntu, Debian)"
+    assert shape.check({"Ubunto": ["22"]}) == (
+        "unknown key 'Ubunto': did you mean Ubuntu? (keys: Ubuntu, Debian)"
+    )
     assert shape.check({"Debian": ["12", "bookworm"]}) == (
         "entry 'Debian': element 1 ('bookworm'): the wrong form; give a value like \"12\""
     )
@@ -560,7 +563,7 @@ def test_record_accepts_known_keys():
 def test_record_refuses_missing_and_unknown_keys():
     assert COUNTER.check({"type": "gauge"}) == "key field is missing (keys: field, type, help)"
     assert COUNTER.check({"field": "DCGM_FI_X", "type": "gauge", "halp": "x"}) == (
-        "unknown key 'halp' (keys: field, type, help)"
+        "unknown key 'halp': did you mean help? (keys: field, type, help)"
     )
     assert COUNTER.check("DCGM_FI_X") == "give a mapping with keys field, type, help"
 
@@ -631,7 +634,10 @@ SECRET = "s3cr3t-Passw0rd"
         (it.Pattern(r"[A-Za-z0-9-]+", "x", forbid=(SECRET.lower(),)), SECRET),
         (it.ListOf(it.Pattern(r"argon2:.*", "argon2:...")), ["argon2:ok", SECRET]),
         (it.Record({"hash": it.Pattern(r"argon2:.*", "argon2:...")}), {"hash": SECRET}),
-        (it.DictOf(it.Name(), it.Pattern(r"argon2:.*", "argon2:...")), {"k": SECRET}),
+        (
+            it.DictOf(it.FreeKeys("labels", it.Name()), it.Pattern(r"argon2:.*", "argon2:...")),
+            {"k": SECRET},
+        ),
         (it.Text(max_len=4), SECRET),
     ],
 )
@@ -662,3 +668,11 @@ def test_float_with_both_ends_open():
     assert shape.check(0) == "it must be in (0, 1): a margin"
     assert shape.check(1) == "it must be in (0, 1): a margin"
     assert shape.describe() == "number in (0, 1)"
+
+
+def test_dictof_declares_its_keys():
+    with pytest.raises(TypeError):
+        it.DictOf(it.Name(), it.Name())
+    free = it.DictOf(it.FreeKeys("extra environment variables", it.Name()), it.Text())
+    assert free.check({"ANY_thing": "x"}) is None
+    assert "any key (extra environment variables)" in free.describe()
