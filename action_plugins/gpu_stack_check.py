@@ -27,4 +27,4 @@ class ActionModule(ControllerAnswer, ActionBase):
     SPEC = stack_check.ARGUMENT_SPEC
 
     def answer(self, params):
-        return stack_check.check_or_reuse(params)
+        return stack_check.check(params)

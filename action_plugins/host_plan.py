@@ -1,9 +1,20 @@
-"""Controller side of the host_plan module: the plan reads nothing on the host.
+"""Controller side of the host_plan module: the host's plan, worked out once.
 
-Besides the task's arguments it reads the task variables for two things only: the names
-set for the host (a retired one is refused with its new name), and, for a stage run alone
-(no stage 1 before it, so no kindling_effective_inputs), the inputs the plan reads that
-are missing: the user's value, else the owning role's argument_specs default.
+The plan itself is decided here, on the controller (module_utils/host_plan.py). What it
+must read on the host is read first, each by its own module run, and only where an input
+asks for it (adopt mode): the torch the driver stage adopts by (torch_cuda_facts, depth
+build), the toolkit cuda_home holds (cuda_toolkit_state with adopt), and the interpreter
+that makes or is conda_pytorch's environment (python_interpreter_facts; none when the
+torch read already ran the same interpreter).
+
+The inputs are every role's effective inputs as stage 1 checked them
+(``kindling_effective_inputs``); for a stage run alone, each input the plan reads as the
+task variables hold it (the user's, a play's or block's, the running role's default), else
+the owning role's argument_specs default. Besides those, the task variables are read only for the
+names set for the host: a retired one is refused with its new name.
+
+With ``part`` the plugin answers a stage's part of an existing plan (host_plan.take_part),
+from its arguments alone.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ import os
 
 import ansible.module_utils
 from ansible import constants as C
+from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 # Controller-side Python does not see ansible.cfg's module_utils folder the way modules do
@@ -27,14 +39,12 @@ from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E40
 class ActionModule(ControllerAnswer, ActionBase):
     MODULE = "host_plan"
     SPEC = host_plan.ARGUMENT_SPEC
-
-    def run(self, tmp=None, task_vars=None):
-        self._plan_vars = task_vars or {}
-        return super().run(tmp, task_vars)
+    CONSTRAINTS = {"required_together": host_plan.REQUIRED_TOGETHER}  # noqa: RUF012
 
     def _role_default(self, name):
-        """The argument_specs default of the role that owns ``name`` (None if templated)."""
-        roles_dir = os.path.dirname(self._plan_vars.get("role_path") or "")
+        """The argument_specs default of the role that owns ``name``, templated (None where
+        it can't be)."""
+        roles_dir = os.path.dirname(self._task_vars.get("role_path") or "")
         if not roles_dir:
             return None
         owners = [d for d in os.listdir(roles_dir) if name.startswith(d + "_")]
@@ -45,25 +55,59 @@ class ActionModule(ControllerAnswer, ActionBase):
             specs = self._loader.load_from_file(spec_file) or {}
             option = specs.get("argument_specs", {}).get("main", {}).get("options", {}).get(name)
             if option and "default" in option:
-                default = option["default"]
-                if isinstance(default, str) and "{{" in default:
+                try:
+                    return self._templar.template(option["default"])
+                except AnsibleError:
                     return None
-                return default
         return None
 
-    def answer(self, params):
-        inputs = dict(params["inputs"])
+    def _inputs(self, given):
+        """Stage 1's checked inputs (kindling_effective_inputs), then ``given``; without stage 1
+        (a stage run alone), each input the plan reads as the task variables hold it now
+        (the user's value, a play's or block's vars, the running role's default), else the
+        owning role's default."""
+        inputs = dict(self._task_vars.get("kindling_effective_inputs") or {})
+        inputs.update(given)
         for name in host_plan.PLAN_INPUTS:
             if name in inputs:
                 continue
-            if name in self._plan_vars:
-                inputs[name] = self._templar.template(self._plan_vars[name])
+            if name in self._task_vars:
+                inputs[name] = self._templar.template(self._task_vars[name])
             else:
                 default = self._role_default(name)
                 if default is not None:
                     inputs[name] = default
-        params = dict(params, inputs=inputs)
-        params["defined"] = list(params["defined"]) + [
-            n for n in self._plan_vars if n in host_plan.RENAMED
-        ]
-        return host_plan.answer(params)
+        return inputs
+
+    def _read(self, module, args):
+        """One read-only module run on the host; its failure fails the plan, named."""
+        result = self._execute_module(
+            module_name=module, module_args=args, task_vars=self._task_vars
+        )
+        if result.get("failed"):
+            raise ValueError(f"{module} {args}: {result.get('msg', 'failed')}")
+        for key in ("invocation", "ansible_facts", "changed", "_ansible_no_log"):
+            result.pop(key, None)
+        return result
+
+    def answer(self, params):
+        if params.get("part"):
+            return host_plan.answer(params)
+        inputs = self._inputs(params["inputs"])
+        defined = list(params["defined"]) + [n for n in self._task_vars if n in host_plan.RENAMED]
+        if host_plan.refusals(defined):
+            return host_plan.answer(dict(params, inputs=inputs, defined=defined))
+        gpus = host_plan.choose_gpus(params["nvidia_pci"], params["nvidia_smi"])["gpus"]
+        reads = dict(params["reads"])
+        torch_args = host_plan.torch_read_args(inputs, gpus)
+        if torch_args and "torch" not in reads:
+            reads["torch"] = self._read("torch_cuda_facts", torch_args)
+        toolkit_args = host_plan.toolkit_read_args(
+            inputs, gpus, str(params["facts"].get("architecture") or "")
+        )
+        if toolkit_args and "toolkit" not in reads:
+            reads["toolkit"] = self._read("cuda_toolkit_state", toolkit_args)
+        interpreter_args = host_plan.interpreter_read_args(inputs, reads.get("torch"))
+        if interpreter_args and "interpreter" not in reads:
+            reads["interpreter"] = self._read("python_interpreter_facts", interpreter_args)
+        return host_plan.answer(dict(params, inputs=inputs, reads=reads))

@@ -6,10 +6,18 @@ meta/argument_specs.yml, templates the value of each option it lists, and checks
 with module_utils/role_inputs.py right here on the controller (argument_specs, shapes,
 rules). Only the checks that must look at the host (unit names, secret directories) run
 there, through library/role_inputs.py, with just the values they need. Nothing changes.
+
+Inputs are checked once a run: site.yml's stage 1 checks every role, and each role checks
+its own again as its first step (so a stage playbook run alone is checked too), passing
+stage 1's result as ``reuse``. When the role's effective values are the ones stage 1
+checked, stage 1's check stands and nothing is checked again; when any differs (a play's
+vars can differ from the inventory), or a no_log option is set (its value is never kept in
+a result, so it cannot be compared), the whole role is checked again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -25,31 +33,40 @@ for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import role_inputs  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 # The first variable a default's template reads: "{{ cuda_version | default('13.0') }}".
 _REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def secret_in(values, secret):
-    """Whether any of ``values`` is a no_log option's."""
-    return any(name in secret for name in values)
+def is_set(value):
+    """Whether an option has a value (a no_log one left empty holds nothing secret)."""
+    return value is not None and value != ""
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+def same_check(reuse, checked):
+    """Whether ``reuse`` (an earlier result of this task) passed and checked what
+    ``checked`` holds: the same role, entry point, effective values and context, and no
+    no_log option set then or now."""
+    return (
+        isinstance(reuse, dict)
+        and not reuse.get("failed")
+        and not checked["secret_set"]
+        and {name: reuse.get(name) for name in checked} == checked
+    )
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        args = self._task.args
-        role = args.get("role") or task_vars.get("role_name")
-        role_path = args.get("role_path") or task_vars.get("role_path")
-        entry = args.get("entry_point", "main")
+
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "role_inputs"
+    SPEC = role_inputs.ARGUMENT_SPEC
+
+    def answer(self, params):
+        task_vars = self._task_vars
+        role = params["role"] or task_vars.get("role_name")
+        role_path = params["role_path"] or task_vars.get("role_path")
+        entry = params["entry_point"]
         if not role or not role_path:
-            raise AnsibleError(
-                "role_inputs runs inside a role (role_name and role_path are not set)"
-            )
+            raise ValueError("it runs inside a role (role_name and role_path are not set)")
         spec_file = os.path.join(role_path, "meta", "argument_specs.yml")
         options = (
             (self._loader.load_from_file(spec_file) or {}).get("argument_specs", {}).get(entry, {})
@@ -66,80 +83,87 @@ class ActionModule(ActionBase):
                     f"{name}: its value refers to a variable that is not defined ({err})"
                 )
         secret = sorted(n for n, o in options.items() if o.get("no_log"))
-        spec = {
-            name: {k: v for k, v in option.items() if k != "default"}
-            for name, option in options.items()
-        }
         context = {"machine": (task_vars.get("ansible_facts") or {}).get("architecture")}
-        for name in args.get("context_vars", []):
+        for name in params["context_vars"]:
             if name in task_vars:
                 context[name] = self._templar.template(task_vars[name])
-        if not problems:
-            problems = role_inputs.check_role(
-                role, spec, values, secret=secret, context=context, host=False
-            )
-        host_vars = role_inputs.host_checked(role)
-        checked = {k: v for k, v in values.items() if k in host_vars}
-        # The host checks this run already made of the same values (site.yml's stage 1 checks
-        # every role; the role checks again as its first step): a secret among them is never
-        # kept in a result, so those are checked again.
-        reuse = args.get("reuse") or {}
-        host_reused = (
-            bool(host_vars)
-            and not secret_in(checked, secret)
-            and isinstance(reuse, dict)
-            and not reuse.get("failed")
-            and reuse.get("role") == role
-            and reuse.get("host_checked") == checked
-        )
-        if not problems and host_vars and not host_reused:
-            module_result = self._execute_module(
-                module_name="role_inputs",
-                module_args={
+        # What a check of these values is (no no_log value in it), as a result carries it
+        # through its JSON round trip and a later check compares it.
+        checked = json.loads(
+            json.dumps(
+                {
                     "role": role,
-                    "spec": {k: v for k, v in spec.items() if k in checked},
-                    "values": {k: v for k, v in checked.items() if k not in secret},
-                    "secret_values": {k: v for k, v in checked.items() if k in secret},
+                    "entry_point": entry,
+                    "effective": {k: v for k, v in values.items() if k not in secret},
                     "context": context,
-                    "checks": "host",
-                },
-                task_vars=task_vars,
+                    "secret_set": [n for n in secret if is_set(values.get(n))],
+                }
             )
-            if module_result.get("failed"):
-                problems = module_result.get("problems") or [
-                    module_result.get("msg", "role_inputs failed")
-                ]
+        )
+        if not problems and same_check(params["reuse"], checked):
+            return dict(
+                checked,
+                changed=False,
+                problems=[],
+                reused=True,
+                msg=f"{role}: {len(values)} inputs checked in stage 1, the same values now",
+            )
+        if not problems:
+            problems = self._check(role, options, values, secret, context)
         if problems:
-            problems = self._name_the_source(problems, role_path, task_vars)
-            result.update(
+            problems = self._name_the_source(problems, role_path)
+            return dict(
                 failed=True,
                 problems=problems,
                 msg=f"{role}: {len(problems)} input(s) refused before any change:\n"
                 + "\n".join(problems),
             )
-            return result
+        result = dict(
+            checked,
+            changed=False,
+            problems=[],
+            reused=False,
+            msg=f"{role}: {len(values)} inputs checked",
+        )
         warnings = role_inputs.listener_warnings(role, values)
         if warnings:
             result["warnings"] = warnings
-        result.update(
-            changed=False,
-            problems=[],
-            role=role,
-            effective={k: v for k, v in values.items() if k not in secret},
-            host_checked=None if secret_in(checked, secret) else checked,
-            host_reused=host_reused,
-            msg=f"{role}: {len(values)} inputs checked"
-            + (", the host's as earlier in this run" if host_reused else ""),
-        )
         return result
 
-    def _name_the_source(self, problems, role_path, task_vars):
+    def _check(self, role, options, values, secret, context):
+        """Every problem with the role's values: here, then on the host what must be."""
+        spec = {
+            name: {k: v for k, v in option.items() if k != "default"}
+            for name, option in options.items()
+        }
+        problems = role_inputs.check_role(
+            role, spec, values, secret=secret, context=context, host=False
+        )
+        on_host = {k: v for k, v in values.items() if k in role_inputs.host_checked(role)}
+        if problems or not on_host:
+            return problems
+        module_result = self.run_on_host(
+            {
+                "role": role,
+                "spec": {k: v for k, v in spec.items() if k in on_host},
+                "values": {k: v for k, v in on_host.items() if k not in secret},
+                "secret_values": {k: v for k, v in on_host.items() if k in secret},
+                "context": context,
+                "checks": "host",
+            }
+        )
+        if module_result.get("failed"):
+            return module_result.get("problems") or [module_result.get("msg", "role_inputs failed")]
+        return []
+
+    def _name_the_source(self, problems, role_path):
         """Say which variable a refused default was taken from.
 
         A role's default may be another role's variable (cuda_repo_base_url is
         nvidia_driver_repo_base_url's value): a message about the default then names the
         variable the user set, which is the one to fix.
         """
+        task_vars = self._task_vars
         defaults_file = os.path.join(role_path, "defaults", "main.yml")
         try:
             defaults = self._loader.load_from_file(defaults_file) or {}

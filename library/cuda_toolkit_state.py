@@ -125,7 +125,7 @@ EXAMPLES = r"""
 - name: Work out what to install
   cuda_toolkit_state:
     versions: ["12.4"]
-    stack: "{{ cuda__stack.results }}"
+    stack: "{{ cuda__checks }}"
     method: cuda_repo
     machine: "{{ ansible_facts['architecture'] }}"
     cudnn_version: "9.14.0"

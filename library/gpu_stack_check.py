@@ -8,7 +8,7 @@ controller, so this module runs only where that plugin is not loaded.
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.stack_check import ARGUMENT_SPEC, check_or_reuse
+from ansible.module_utils.stack_check import ARGUMENT_SPEC, check
 
 DOCUMENTATION = r"""
 ---
@@ -100,10 +100,13 @@ options:
     choices: [auto, open, proprietary]
     default: auto
   package_flavor:
-    description: V(cuda-drivers) or V(nvidia-driver) (C(nvidia_driver_package_flavor)).
+    description:
+      - V(auto), V(cuda-drivers) or V(nvidia-driver) (C(nvidia_driver_package_flavor)). V(auto)
+        takes cuda-drivers where the repository serves it with the kernel modules the plan
+        needs, else nvidia-driver; the plan's C(packages.driver.why) says which and why.
     type: str
-    choices: [cuda-drivers, nvidia-driver]
-    default: cuda-drivers
+    choices: [auto, cuda-drivers, nvidia-driver]
+    default: auto
   python_packages:
     description:
       - Python packages pinned into the planned environment, each C(name), C(version) and
@@ -131,15 +134,6 @@ options:
         problems are only returned.
     type: bool
     default: true
-  reuse:
-    description:
-      - An earlier result of this check (one, a list, or a loop's register). When one of them
-        was checked with exactly these inputs (every option but O(reuse) and
-        O(fail_on_problems)), it is returned again with RV(reused) true and nothing is
-        checked twice. The preflight runs each stage's check before any change, and the
-        stage passes that result back; an input that changed since (a driver the stage
-        installed, which nvidia-smi now reports) means a new check.
-    type: raw
 attributes:
   check_mode:
     support: full
@@ -239,13 +233,9 @@ notes:
   type: list
   elements: str
 params:
-  description: The inputs it was checked with (all options but O(reuse) and O(fail_on_problems)).
+  description: The inputs it was checked with (all options but O(fail_on_problems)).
   returned: always
   type: dict
-reused:
-  description: Whether the result is an earlier check's of the same inputs (O(reuse)).
-  returned: always
-  type: bool
 msg:
   description: Summary; on failure, every problem with its fix.
   returned: always
@@ -255,7 +245,7 @@ msg:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    result = check_or_reuse(module.params)
+    result = check(module.params)
     if result.pop("failed"):
         module.fail_json(**result)
     module.exit_json(**result)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.role_inputs import check_role, host_findings
+from ansible.module_utils.role_inputs import ARGUMENT_SPEC, check_role, host_findings
 
 DOCUMENTATION = r"""
 ---
@@ -61,9 +61,11 @@ options:
     default: {}
   reuse:
     description:
-      - This task's result from earlier in the run (C(<role>__inputs)). When it passed and
-        the host checks would be given the same values (RV(host_checked); none of them
-        no_log), the action plugin does not run them again.
+      - This task's result from earlier in the run (C(<role>__inputs), site.yml's stage 1).
+        When it passed and the role's effective values and context are the ones it
+        checked (RV(effective), RV(context)), and no no_log option is set then or now
+        (RV(secret_set)), the action plugin returns at once (RV(reused)), checking nothing
+        again. Otherwise it checks the whole role.
       - The module itself does not use it.
     type: dict
   checks:
@@ -96,39 +98,39 @@ problems:
   elements: str
 effective:
   description: The effective values that were checked (no_log ones left out).
-  returned: always
+  returned: success
   type: dict
 role:
   description: The role whose inputs these are (from the action plugin).
-  returned: when checked through the action plugin
+  returned: success, through the action plugin
   type: str
-host_checked:
-  description:
-    - The values the host checks were given (unit names, paths, users); null when one of
-      them is no_log. A later check of the same role compares its own with these.
-  returned: when checked through the action plugin
+entry_point:
+  description: The argument_specs entry point checked (from the action plugin).
+  returned: success, through the action plugin
+  type: str
+context:
+  description: The context the rules were given (the host's architecture, O(context_vars)).
+  returned: success, through the action plugin
   type: dict
-host_reused:
-  description: True when the host checks were not run again (O(reuse)).
-  returned: when checked through the action plugin
+secret_set:
+  description:
+    - The no_log options that have a value (names only; their values are never kept).
+      While one is set, a later check of the role checks it all again.
+  returned: success, through the action plugin
+  type: list
+  elements: str
+reused:
+  description:
+    - True when the check of the same values earlier in the run (O(reuse), site.yml's stage
+      1) stands and nothing was checked again.
+  returned: success, through the action plugin
   type: bool
 """
 
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "role": {"type": "str"},
-            "role_path": {"type": "path"},
-            "context_vars": {"type": "list", "elements": "str", "default": []},
-            "entry_point": {"type": "str", "default": "main"},
-            "spec": {"type": "dict"},
-            "values": {"type": "dict", "default": {}},
-            "secret_values": {"type": "dict", "default": {}, "no_log": True},
-            "context": {"type": "dict", "default": {}},
-            "checks": {"type": "str", "choices": ["all", "host"], "default": "all"},
-            "reuse": {"type": "dict"},
-        },
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     p = module.params

@@ -3,7 +3,8 @@
 The ``role_inputs`` module (library/role_inputs.py, with its controller-side action in
 action_plugins/) runs ``check_role`` once per role in stage 1 of site.yml, for every
 host, with the effective values (the user's, or the role's defaults), and again as the
-first step of the role itself, so a stage playbook run alone is checked too.
+first step of the role itself, so a stage playbook run alone is checked too (where the
+values are the ones stage 1 checked, its check stands: the action plugin's ``reuse``).
 
 ``check_role`` does, in order and without touching the host:
 1. argument_specs' own validation (Ansible's types and choices, its messages);
@@ -50,6 +51,21 @@ from ansible.module_utils.input_types import (
 )
 
 Finding = Tuple[str, str]  # (variable, message)
+
+# The role_inputs module's arguments (library/role_inputs.py documents them); its action
+# plugin validates a task's against the same spec.
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "role": {"type": "str"},
+    "role_path": {"type": "path"},
+    "context_vars": {"type": "list", "elements": "str", "default": []},
+    "entry_point": {"type": "str", "default": "main"},
+    "spec": {"type": "dict"},
+    "values": {"type": "dict", "default": {}},
+    "secret_values": {"type": "dict", "default": {}, "no_log": True},
+    "context": {"type": "dict", "default": {}},
+    "checks": {"type": "str", "choices": ["all", "host"], "default": "all"},
+    "reuse": {"type": "dict"},
+}
 
 SIGNED = (
     "apt checks the repository's signature with the pinned key, so a mirror over http is as safe"

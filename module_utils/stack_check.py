@@ -10,7 +10,7 @@ plugin is not loaded.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from ansible.module_utils.gpu_compat import (
     PLAN_KEYS,
@@ -48,24 +48,16 @@ ARGUMENT_SPEC.update(
         "choices": ["auto", *MODULE_FLAVOURS],
         "default": "auto",
     },
-    package_flavor={"type": "str", "choices": list(PACKAGE_FLAVORS), "default": "cuda-drivers"},
+    package_flavor={"type": "str", "choices": ["auto", *PACKAGE_FLAVORS], "default": "auto"},
     python_packages={"type": "list", "elements": "dict", "default": []},
     gpus={"type": "list", "elements": "dict", "default": []},
     repository_overrides={"type": "dict", "default": {}},
     fail_on_problems={"type": "bool", "default": True},
-    reuse={"type": "raw"},
 )
 
-# What a result records as the inputs it was checked with: every argument but ``reuse`` and
+# What a result records as the inputs it was checked with: every argument but
 # ``fail_on_problems`` (which decides only whether problems fail the task).
-CHECKED_KEYS = tuple(key for key in ARGUMENT_SPEC if key not in ("reuse", "fail_on_problems"))
-
-
-# The start of a reused result's message.
-REUSED = "the same stack was checked earlier in this run: "
-
-# What a result holds besides changed, failed and reused.
-RESULT_KEYS = ("ok", "problems", "plan", "packages", "repository", "notes", "msg", "params")
+CHECKED_KEYS = tuple(key for key in ARGUMENT_SPEC if key != "fail_on_problems")
 
 
 def render(problems: List[Dict[str, Any]]) -> str:
@@ -180,7 +172,6 @@ def check(params: Dict[str, Any]) -> Dict[str, Any]:
         "notes": notes,
         "msg": render(problems) if problems else "the planned GPU stack is consistent",
         "params": checked_params(params),
-        "reused": False,
     }
     return result
 
@@ -188,46 +179,3 @@ def check(params: Dict[str, Any]) -> Dict[str, Any]:
 def checked_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """The inputs a check is keyed by, as they come back from JSON (strings, lists, dicts)."""
     return json.loads(json.dumps({key: params.get(key) for key in CHECKED_KEYS}, sort_keys=True))
-
-
-def earlier_check(params: Dict[str, Any], earlier: Any) -> Optional[Dict[str, Any]]:
-    """The earlier result in ``earlier`` (one result, a list of them, or a loop's register)
-    that was checked with exactly these inputs, or None.
-
-    Every input counts, the GPUs and the driver nvidia-smi reports included: a driver the
-    stage installed since is a different input, so that stack is checked again.
-    """
-    if isinstance(earlier, dict) and isinstance(earlier.get("results"), list):
-        earlier = earlier["results"]
-    candidates = earlier if isinstance(earlier, list) else [earlier]
-    wanted = checked_params(params)
-    for result in candidates:
-        if (
-            isinstance(result, dict)
-            and not result.get("skipped")
-            and result.get("params") == wanted
-            and "ok" in result
-        ):
-            return result
-    return None
-
-
-def check_or_reuse(params: Dict[str, Any]) -> Dict[str, Any]:
-    """``check(params)``, or the earlier result in ``params["reuse"]`` of the same inputs.
-
-    The preflight runs each stage's check before any change; the stage passes that result
-    back as ``reuse`` and gets it again (``reused`` true) unless an input differs. Whether
-    it fails follows this call's ``fail_on_problems``.
-    """
-    found = earlier_check(params, params.get("reuse")) if params.get("reuse") else None
-    if found is None:
-        return check(params)
-    result = {key: found[key] for key in RESULT_KEYS if key in found}
-    result.update(
-        changed=False,
-        failed=bool(not found["ok"] and params["fail_on_problems"]),
-        reused=True,
-    )
-    msg = str(found["msg"])
-    result["msg"] = msg if msg.startswith(REUSED) else REUSED + msg
-    return result

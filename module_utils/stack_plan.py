@@ -8,7 +8,9 @@ answers the questions that depend on where they are installed:
   (RepositoryAdvisor, which check_stack uses for its fixes);
 - which kernel modules the GPUs need: open, proprietary, or either (kernel_modules);
 - the exact package names and version globs of the driver, toolkit, fabric manager
-  (driver_packages, toolkit_packages, fabric_manager_packages);
+  (driver_packages, toolkit_packages, fabric_manager_packages), and which package flavour
+  serves the kernel modules when the user leaves it to ``auto`` (plan_packages);
+- the kernel-module options a platform needs (module_options: Grace's coherent memory);
 - which release of a pinned Python package suits an interpreter (python_package_pin).
 
 All facts come from module_utils/vendor_catalogue.py (generated from
@@ -42,9 +44,14 @@ DRIVER_LIFECYCLE: List[Dict[str, Any]] = CATALOGUE["driver_lifecycle"]
 KERNEL_MODULES: Dict[str, Any] = CATALOGUE["kernel_modules"]
 PYTHON_PACKAGES: Dict[str, Any] = CATALOGUE["python_packages"]
 CUDA_REPOSITORY: Dict[str, Any] = CATALOGUE["cuda_repository"]
+KERNEL_MODULE_OPTIONS: List[Dict[str, Any]] = CATALOGUE["kernel_module_options"]
 
 MODULE_FLAVOURS = ("open", "proprietary")
+# The package flavours, in the order ``auto`` tries them: the CUDA driver metapackage where
+# the repository serves it with the kernel modules the plan needs, else the driver alone.
 PACKAGE_FLAVORS = ("cuda-drivers", "nvidia-driver")
+# nvidia_driver_package_flavor's values: ``auto`` or one of the flavours.
+PACKAGE_FLAVOR_CHOICES = ("auto", *PACKAGE_FLAVORS)
 
 # ---------------------------------------------------------------------------
 # Repositories
@@ -322,13 +329,22 @@ def _gpu_cc(gpu: Dict[str, Any]) -> Optional[str]:
     return normalize_cc(gpu.get("compute_capability")) or compute_capability_for(gpu.get("name"))
 
 
+def _name_has(gpu: Dict[str, Any], token: str) -> bool:
+    """Whether nvidia-smi's name of the GPU has the product token ("GH200", not "GH2000")."""
+    name = " ".join(str(gpu.get("name") or "").upper().split())
+    return re.search(r"(?<![A-Z0-9])" + re.escape(token.upper()) + r"(?!\d)", name) is not None
+
+
+def _gpu_dict(gpu: Any) -> Dict[str, Any]:
+    return gpu if isinstance(gpu, dict) else {"name": str(gpu)}
+
+
 def _needs_open(gpu: Dict[str, Any]) -> Optional[str]:
     """What makes a GPU open-only ("Blackwell"), or None."""
     cc = _gpu_cc(gpu)
-    name = " ".join(str(gpu.get("name") or "").upper().split())
     for rule in KERNEL_MODULES["open_only"]:
         token = rule.get("token")
-        if token and re.search(r"(?<![A-Z0-9])" + re.escape(token.upper()) + r"(?!\d)", name):
+        if token and _name_has(gpu, token):
             return rule["what"]
         if rule.get("cc_min") and cc and version_cmp(cc, rule["cc_min"]) >= 0:
             return rule["what"]
@@ -491,6 +507,8 @@ def driver_packages(
             "version_regex": version_regex(b, version),
             "hold": names + ([pinning] if pinning else []),
             "selection": CATALOGUE["driver_selection_packages"][layout],
+            "modules": modules,
+            "package_flavor": package_flavor,
             "source": row["source"],
         }
     return None
@@ -634,6 +652,89 @@ def fabric_manager_packages(branch: Any, driver_version: Optional[str] = None) -
     }
 
 
+def module_options(gpus: Optional[List[Any]], branch: Any) -> List[Dict[str, Any]]:
+    """The kernel-module options the GPUs' platform needs on this branch (catalogue rows).
+
+    Each: module, option, value, the modprobe.d ``line``, the module's own default, why
+    (which GPU it is for) and the source. The driver role writes them; nothing here does.
+    """
+    b = int(driver_branch(branch))
+    found = [_gpu_dict(g) for g in (gpus or [])]
+    out: List[Dict[str, Any]] = []
+    for row in KERNEL_MODULE_OPTIONS:
+        if not _branch_row_matches(row, b):
+            continue
+        hit = next(
+            (
+                (i, gpu)
+                for i, gpu in enumerate(found)
+                if any(_name_has(gpu, token) for token in row["tokens"])
+            ),
+            None,
+        )
+        if hit is None:
+            continue
+        out.append(
+            {
+                "module": row["module"],
+                "option": row["option"],
+                "value": row["value"],
+                "line": f"options {row['module']} {row['option']}={row['value']}",
+                "module_default": row["module_default"],
+                "why": f"{_label(hit[1], hit[0])} is a {row['platform']}: {row['why']}",
+                "source": row["source"],
+            }
+        )
+    return out
+
+
+def _flavor_choice(
+    repo: str,
+    layout: str,
+    branch: Any,
+    flavour: str,
+    may_use_proprietary: bool,
+    version: Optional[str],
+) -> Tuple[Optional[Dict[str, Any]], str, str]:
+    """nvidia_driver_package_flavor ``auto``: (driver packages, module flavour, why).
+
+    cuda-drivers where the repository serves it with the module flavour; else, when the
+    flavour is only NVIDIA's default for the branch (``may_use_proprietary``), cuda-drivers
+    with the proprietary modules, as the default flavour planned before ``auto``; else the
+    first other flavour that serves the module flavour. (None, flavour, "") when none does.
+    """
+    b = driver_branch(branch)
+    preferred = PACKAGE_FLAVORS[0]
+    driver = driver_packages(layout, branch, flavour, preferred, version)
+    if driver is not None:
+        return (
+            driver,
+            flavour,
+            f"nvidia_driver_package_flavor auto: {repo} serves {preferred} (the CUDA driver "
+            f"metapackage) with the {flavour} kernel modules for branch {b}",
+        )
+    if may_use_proprietary:
+        driver = driver_packages(layout, branch, "proprietary", preferred, version)
+        if driver is not None:
+            return (
+                driver,
+                "proprietary",
+                f"nvidia_driver_package_flavor auto: {repo} has no {flavour}-module {preferred} "
+                f"packages of branch {b} and no GPU here needs the {flavour} modules, so "
+                f"{preferred} with the proprietary ones",
+            )
+    for other in PACKAGE_FLAVORS[1:]:
+        driver = driver_packages(layout, branch, flavour, other, version)
+        if driver is not None:
+            return (
+                driver,
+                flavour,
+                f"nvidia_driver_package_flavor auto: {repo} has no {flavour}-module {preferred} "
+                f"packages of branch {b}; {other} serves the {flavour} kernel modules",
+            )
+    return None, flavour, ""
+
+
 def plan_packages(
     repo: Optional[str],
     branch: Optional[str],
@@ -645,7 +746,11 @@ def plan_packages(
     cuda_versions: List[str],
     release: Optional[str] = None,
 ) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
-    """The packages of every install step, and the problems that stop them existing."""
+    """The packages of every install step, and the problems that stop them existing.
+
+    ``package_flavor`` is cuda-drivers, nvidia-driver or auto (see _flavor_choice); the
+    driver's ``package_flavor`` and ``why`` say which flavour the plan installs and why.
+    """
     problems: List[Dict[str, Any]] = []
     row = repository(repo)
     layout = row["layout"] if row else None
@@ -666,6 +771,7 @@ def plan_packages(
     result["fabric_manager"] = fabric_manager_packages(
         branch, version.split("-")[0] if version else None
     )
+    result["module_options"] = module_options(gpus, branch)
     if not layout or flavour is None:
         return result, problems
     if install_method == "distro":
@@ -691,39 +797,63 @@ def plan_packages(
                 )
             )
     else:
-        driver = driver_packages(layout, branch, flavour, package_flavor, version)
-        if (
-            driver is None
-            and kernel_modules_wanted == "auto"
+        needs_open = any(_needs_open(_gpu_dict(g)) for g in (gpus or []))
+        may_use_proprietary = (
+            kernel_modules_wanted == "auto"
             and flavour == "open"
+            and not needs_open
             and not any(p["code"] == "gpu-cannot-run-open-modules" for p in module_problems)
-        ):
-            fallback = driver_packages(layout, branch, "proprietary", package_flavor, version)
-            needs_open = any(
-                _needs_open(g if isinstance(g, dict) else {"name": str(g)}) for g in (gpus or [])
+        )
+        if package_flavor == "auto":
+            driver, chosen, flavor_why = _flavor_choice(
+                str(repo), layout, branch, flavour, may_use_proprietary, version
             )
-            if fallback is not None and not needs_open:
-                driver, flavour = fallback, "proprietary"
-                why = (
-                    f"{why}, but {repo} has no open-module {package_flavor} packages of branch "
-                    f"{driver_branch(branch)}; nvidia_driver_package_flavor nvidia-driver has them"
-                )
+            if chosen != flavour:
+                why = f"{why}, but {flavor_why.split(': ', 1)[1]}"
+                flavour = chosen
                 result["kernel_modules"] = {"flavour": flavour, "why": why}
+            if driver is not None:
+                driver["why"] = flavor_why
+        else:
+            driver = driver_packages(layout, branch, flavour, package_flavor, version)
+            if driver is None and may_use_proprietary:
+                fallback = driver_packages(layout, branch, "proprietary", package_flavor, version)
+                if fallback is not None:
+                    driver, flavour = fallback, "proprietary"
+                    why = (
+                        f"{why}, but {repo} has no open-module {package_flavor} packages of "
+                        f"branch {driver_branch(branch)}; nvidia_driver_package_flavor "
+                        "nvidia-driver has them"
+                    )
+                    result["kernel_modules"] = {"flavour": flavour, "why": why}
+            if driver is not None:
+                driver["why"] = f"nvidia_driver_package_flavor is {package_flavor}"
         if driver is None:
             choices = driver_package_choices(layout, branch)
-            others = [f for m, f in choices if m == flavour and f != package_flavor]
-            fix = [f"nvidia_driver_package_flavor: {others[0]}"] if others else []
             offered = ", ".join(f"{m}/{f}" for m, f in choices) or "none"
-            problems.append(
-                _problem(
-                    "driver-packages-not-in-repository",
-                    f"NVIDIA's {repo} repository has no {flavour}-module packages of branch "
-                    f"{driver_branch(branch)} with nvidia_driver_package_flavor {package_flavor} "
-                    f"(it offers, as modules/flavour: {offered})"
-                    + (f"; set {fix[0]}." if fix else "."),
-                    fix,
+            if package_flavor == "auto":
+                problems.append(
+                    _problem(
+                        "driver-packages-not-in-repository",
+                        f"NVIDIA's {repo} repository has no {flavour}-module packages of branch "
+                        f"{driver_branch(branch)} in any package flavour (it offers, as "
+                        f"modules/flavour: {offered}).",
+                        [],
+                    )
                 )
-            )
+            else:
+                others = [f for m, f in choices if m == flavour and f != package_flavor]
+                fix = [f"nvidia_driver_package_flavor: {others[0]}"] if others else []
+                problems.append(
+                    _problem(
+                        "driver-packages-not-in-repository",
+                        f"NVIDIA's {repo} repository has no {flavour}-module packages of branch "
+                        f"{driver_branch(branch)} with nvidia_driver_package_flavor "
+                        f"{package_flavor} (it offers, as modules/flavour: {offered})"
+                        + (f"; set {fix[0]} (or auto, which picks it)." if fix else "."),
+                        fix,
+                    )
+                )
     result["driver"] = driver
     return result, problems
 

@@ -1528,6 +1528,7 @@ CATALOGUE = json.loads(
     "x86_64",
     "sbsa"
    ],
+   "arches_source": "third-party install scripts found by text search: 'deb [signed-by=... arch=arm64] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/ /'; cuda-keyring_1.1-1_all.deb, cuda-toolkit-12-6 and libcudss0-cuda-12 from ubuntu2204/sbsa; cuda-nvcc-13-0 and libcudnn9-cuda-13 from ubuntu2404/sbsa; NVIDIA's local installer cuda-repo-ubuntu2404-13-0-local_13.0.2-580.95.05-1_arm64.deb beside ubuntu2404/sbsa/cuda-ubuntu2404.pin; ubuntu2004/sbsa/cuda-ubuntu2004.pin with cuda-repo-ubuntu2004-12-3-local_12.3.2-545.23.08-1_arm64.deb (copied from developer.nvidia.com/cuda-downloads, target_arch=arm64-sbsa)",
    "cuda": {
     "first": "11.0",
     "last": "12.9"
@@ -1555,6 +1556,7 @@ CATALOGUE = json.loads(
     "x86_64",
     "sbsa"
    ],
+   "arches_source": "NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/install.sh and ubuntu24.04/install.sh setup_cuda_repo (TARGETARCH arm64 -> OS_ARCH sbsa; cuda-keyring_1.1-1_all.deb from developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/${OS_ARCH}/ and .../ubuntu2404/${OS_ARCH}/); NVIDIA/ansible-role-nvidia-driver @f68d4a70 vars/main.yml (the Ubuntu repository directory is ansible_architecture with aarch64 replaced by sbsa); third-party install scripts found by text search: 'deb [signed-by=... arch=arm64] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/ /'; cuda-keyring_1.1-1_all.deb, cuda-toolkit-12-6 and libcudss0-cuda-12 from ubuntu2204/sbsa; cuda-nvcc-13-0 and libcudnn9-cuda-13 from ubuntu2404/sbsa; NVIDIA's local installer cuda-repo-ubuntu2404-13-0-local_13.0.2-580.95.05-1_arm64.deb beside ubuntu2404/sbsa/cuda-ubuntu2404.pin; ubuntu2004/sbsa/cuda-ubuntu2004.pin with cuda-repo-ubuntu2004-12-3-local_12.3.2-545.23.08-1_arm64.deb (copied from developer.nvidia.com/cuda-downloads, target_arch=arm64-sbsa)",
    "cuda": {
     "first": "11.7",
     "last": null
@@ -1582,6 +1584,7 @@ CATALOGUE = json.loads(
     "x86_64",
     "sbsa"
    ],
+   "arches_source": "NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/install.sh and ubuntu24.04/install.sh setup_cuda_repo (TARGETARCH arm64 -> OS_ARCH sbsa; cuda-keyring_1.1-1_all.deb from developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/${OS_ARCH}/ and .../ubuntu2404/${OS_ARCH}/); NVIDIA/ansible-role-nvidia-driver @f68d4a70 vars/main.yml (the Ubuntu repository directory is ansible_architecture with aarch64 replaced by sbsa); third-party install scripts found by text search: 'deb [signed-by=... arch=arm64] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/ /'; cuda-keyring_1.1-1_all.deb, cuda-toolkit-12-6 and libcudss0-cuda-12 from ubuntu2204/sbsa; cuda-nvcc-13-0 and libcudnn9-cuda-13 from ubuntu2404/sbsa; NVIDIA's local installer cuda-repo-ubuntu2404-13-0-local_13.0.2-580.95.05-1_arm64.deb beside ubuntu2404/sbsa/cuda-ubuntu2404.pin; ubuntu2004/sbsa/cuda-ubuntu2004.pin with cuda-repo-ubuntu2004-12-3-local_12.3.2-545.23.08-1_arm64.deb (copied from developer.nvidia.com/cuda-downloads, target_arch=arm64-sbsa)",
    "cuda": {
     "first": "12.5",
     "last": null
@@ -1660,7 +1663,8 @@ CATALOGUE = json.loads(
     "nvidia-driver-{branch}"
    ],
    "pinning": null,
-   "source": "NVIDIA/ansible-role-nvidia-driver @f68d4a70 defaults/main.yml (cuda-drivers-{{branch}} on Ubuntu) and files/nvidia-persistenced-override.conf (ExecStart without --no-persistence-mode); NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta)"
+   "source": "NVIDIA/ansible-role-nvidia-driver @f68d4a70 defaults/main.yml (cuda-drivers-{{branch}} on Ubuntu) and files/nvidia-persistenced-override.conf (ExecStart without --no-persistence-mode); NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta)",
+   "arches_source": "a public GH200 set-up write-up (found by text search): from NVIDIA's ubuntu2204/sbsa repository 'apt -y install nvidia-kernel-open-535 cuda-drivers-535', after which nvidia-smi reports a GH200"
   },
   {
    "layout": "ubuntu",
@@ -1688,7 +1692,8 @@ CATALOGUE = json.loads(
     "nvidia-driver-{branch}-open"
    ],
    "pinning": null,
-   "source": "NVIDIA technical blog 'NVIDIA Transitions Fully Towards Open-Source GPU Kernel Modules' (2024-07-17, read through a mirror): open modules first in R515, default from R560; Grace Hopper and Blackwell must use them; Maxwell, Pascal and Volta are not compatible and stay on the proprietary modules; NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta)"
+   "source": "NVIDIA technical blog 'NVIDIA Transitions Fully Towards Open-Source GPU Kernel Modules' (2024-07-17, read through a mirror): open modules first in R515, default from R560; Grace Hopper and Blackwell must use them; Maxwell, Pascal and Volta are not compatible and stay on the proprietary modules; NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta)",
+   "arches_source": "a public GB200 node set-up script (Ubuntu 24.04 aarch64, Kubernetes; found by text search): from NVIDIA's ubuntu2404/sbsa repository it installs nvidia-driver-580-open and nvidia-dkms-580-open at 580.65.06-0ubuntu1, nvidia-fabricmanager and libnvidia-nscq at 580.65.06-1, and writes 'options nvidia NVreg_CoherentGPUMemoryMode=driver', citing NVIDIA's 580.82.07 release notes"
   },
   {
    "layout": "ubuntu",
@@ -1716,7 +1721,8 @@ CATALOGUE = json.loads(
     "nvidia-driver-open"
    ],
    "pinning": "nvidia-driver-pinning-{branch}",
-   "source": "NVIDIA driver installation guide, 'Recent Updates' (docs.nvidia.com/datacenter/tesla/driver-installation-guide/ recent-updates.html, read through a mirror): 'Starting with branch 590, the Ubuntu packages will be renamed by removing the branch designation'; branch tracking through driver pinning packages; cuda-drivers-580 'will be removed', nvidia-dkms-580 -> nvidia-dkms; third-party install scripts: ubuntu2404 'nvidia-driver-pinning-610=610-2ubuntu1', 'nvidia-driver-open=610.43.02-1ubuntu1'; debian 'nvidia-driver-pinning-580 cuda-drivers-580'; ubuntu2404/sbsa 'nvidia-driver-pinning-590.48.01'"
+   "source": "NVIDIA driver installation guide, 'Recent Updates' (docs.nvidia.com/datacenter/tesla/driver-installation-guide/ recent-updates.html, read through a mirror): 'Starting with branch 590, the Ubuntu packages will be renamed by removing the branch designation'; branch tracking through driver pinning packages; cuda-drivers-580 'will be removed', nvidia-dkms-580 -> nvidia-dkms; third-party install scripts: ubuntu2404 'nvidia-driver-pinning-610=610-2ubuntu1', 'nvidia-driver-open=610.43.02-1ubuntu1'; debian 'nvidia-driver-pinning-580 cuda-drivers-580'; ubuntu2404/sbsa 'nvidia-driver-pinning-590.48.01'",
+   "arches_source": "third-party install scripts: ubuntu2404 'nvidia-driver-pinning-610=610-2ubuntu1', 'nvidia-driver-open=610.43.02-1ubuntu1'; debian 'nvidia-driver-pinning-580 cuda-drivers-580'; ubuntu2404/sbsa 'nvidia-driver-pinning-590.48.01'"
   },
   {
    "layout": "debian",
@@ -1943,8 +1949,28 @@ CATALOGUE = json.loads(
     "what": "Grace Blackwell"
    }
   ],
-  "source": "NVIDIA technical blog 'NVIDIA Transitions Fully Towards Open-Source GPU Kernel Modules' (2024-07-17, read through a mirror): open modules first in R515, default from R560; Grace Hopper and Blackwell must use them; Maxwell, Pascal and Volta are not compatible and stay on the proprietary modules; NVIDIA/open-gpu-kernel-modules README.md @015742d3 ('can be used on any Turing or later GPU'); NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta)"
+  "source": "NVIDIA technical blog 'NVIDIA Transitions Fully Towards Open-Source GPU Kernel Modules' (2024-07-17, read through a mirror): open modules first in R515, default from R560; Grace Hopper and Blackwell must use them; Maxwell, Pascal and Volta are not compatible and stay on the proprietary modules; NVIDIA/open-gpu-kernel-modules README.md @015742d3 ('can be used on any Turing or later GPU'); NVIDIA/ansible-role-nvidia-driver PR #89 (ubuntu2404 has no cuda-drivers-515; branch-suffixed cuda-drivers-* top out at 580; R580 is the last branch for Maxwell, Pascal and Volta); NVIDIA/cloud-native-docs PR 6 (2024-01-31, 'GH200 systems require open GPU kernel module driver': the GPU Operator's release notes and supported-GPU table)"
  },
+ "kernel_module_options": [
+  {
+   "platform": "Grace coherent (NVLink-C2C) platform",
+   "tokens": [
+    "GH200",
+    "GB200",
+    "GB300"
+   ],
+   "branches": {
+    "from": "580",
+    "to": null
+   },
+   "module": "nvidia",
+   "option": "NVreg_CoherentGPUMemoryMode",
+   "value": "driver",
+   "module_default": "numa",
+   "why": "CDMM: the driver, not the OS, manages the GPU memory, which is not onlined as a NUMA node; NVIDIA's driver container sets it on every load from R580 (numa, the module's default, exposes GPU memory to the OS as a NUMA node)",
+   "source": "NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv-reg.h: the option CoherentGPUMemoryMode first in tag 580.65.06 (absent in 575.64.05) and unchanged to 595.45.04: \"driver\" (coherent GPU memory is not onlined to the OS as a NUMA node; the driver manages it) or \"numa\" / unset (onlined as a NUMA node, the default); no effect on platforms that cannot online device memory. os_registry_init: \"driver\" implies EnableUserNUMAManagement=0. A later source of the same file (version not identified) turns CDMM on by default when the option is unset (nv_enable_cdmm_mode); NVIDIA Technical Blog 'Understanding Memory Management on Hardware-Coherent Platforms' (2025-10-14): CDMM (Coherent Driver-based Memory Management) for hardware-coherent platforms such as GH200, GB200 and GB300; NUMA mode is the driver's default; CDMM keeps GPU memory from being exposed to the OS as a software NUMA node (in NUMA mode Kubernetes over-reports a node's memory); NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/nvidia-driver and ubuntu24.04/nvidia-driver _get_module_params ('Starting from R580, we need to enable the CDMM ... module parameter', for coherent systems 'GH200, GB200 etc', 'needed for Kubernetes use-cases': NVreg_CoherentGPUMemoryMode=driver on every load) and PR 390 ('add driver 580.65.06': the parameter 'is no-op for non-Grace based'); NVIDIA/TensorRT-LLM PR 9166 (CDMM for GB200 from the R580 driver, citing the 580.65.06 release notes; with CDMM on, GPU memory is no NUMA node and host threads reach it through GDRCopy); a public GB200 node set-up script (Ubuntu 24.04 aarch64, Kubernetes; found by text search): from NVIDIA's ubuntu2404/sbsa repository it installs nvidia-driver-580-open and nvidia-dkms-580-open at 580.65.06-0ubuntu1, nvidia-fabricmanager and libnvidia-nscq at 580.65.06-1, and writes 'options nvidia NVreg_CoherentGPUMemoryMode=driver', citing NVIDIA's 580.82.07 release notes"
+  }
+ ],
  "persistenced": {
   "disables_persistence": [
    "--no-persistence-mode"
@@ -3769,6 +3795,14 @@ CATALOGUE = json.loads(
   "nv_open_readme": "NVIDIA/open-gpu-kernel-modules README.md @015742d3 ('can be used on any Turing or later GPU')",
   "nv_persistenced_ubuntu": "canonical/nvidia-graphics-drivers debian/templates/nvidia-compute-utils-flavour.nvidia-persistenced.service.in @9c04f0b1 and branch 580 @3b788073 (ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose); nvidia-persistenced(1): persistence mode is on by default unless --no-persistence-mode",
   "nv_ctk_181": "NVIDIA/nvidia-container-toolkit#181 (2023-10-20: Debian 12 first supported with CUDA 12.3)",
+  "nv_repo_sbsa": "NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/install.sh and ubuntu24.04/install.sh setup_cuda_repo (TARGETARCH arm64 -> OS_ARCH sbsa; cuda-keyring_1.1-1_all.deb from developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/${OS_ARCH}/ and .../ubuntu2404/${OS_ARCH}/); NVIDIA/ansible-role-nvidia-driver @f68d4a70 vars/main.yml (the Ubuntu repository directory is ansible_architecture with aarch64 replaced by sbsa)",
+  "sbsa_install_scripts": "third-party install scripts found by text search: 'deb [signed-by=... arch=arm64] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/ /'; cuda-keyring_1.1-1_all.deb, cuda-toolkit-12-6 and libcudss0-cuda-12 from ubuntu2204/sbsa; cuda-nvcc-13-0 and libcudnn9-cuda-13 from ubuntu2404/sbsa; NVIDIA's local installer cuda-repo-ubuntu2404-13-0-local_13.0.2-580.95.05-1_arm64.deb beside ubuntu2404/sbsa/cuda-ubuntu2404.pin; ubuntu2004/sbsa/cuda-ubuntu2004.pin with cuda-repo-ubuntu2004-12-3-local_12.3.2-545.23.08-1_arm64.deb (copied from developer.nvidia.com/cuda-downloads, target_arch=arm64-sbsa)",
+  "gb200_ubuntu2404_sbsa": "a public GB200 node set-up script (Ubuntu 24.04 aarch64, Kubernetes; found by text search): from NVIDIA's ubuntu2404/sbsa repository it installs nvidia-driver-580-open and nvidia-dkms-580-open at 580.65.06-0ubuntu1, nvidia-fabricmanager and libnvidia-nscq at 580.65.06-1, and writes 'options nvidia NVreg_CoherentGPUMemoryMode=driver', citing NVIDIA's 580.82.07 release notes",
+  "gh200_ubuntu2204_sbsa": "a public GH200 set-up write-up (found by text search): from NVIDIA's ubuntu2204/sbsa repository 'apt -y install nvidia-kernel-open-535 cuda-drivers-535', after which nvidia-smi reports a GH200",
+  "nv_gh200_open": "NVIDIA/cloud-native-docs PR 6 (2024-01-31, 'GH200 systems require open GPU kernel module driver': the GPU Operator's release notes and supported-GPU table)",
+  "nv_cdmm_option": "NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv-reg.h: the option CoherentGPUMemoryMode first in tag 580.65.06 (absent in 575.64.05) and unchanged to 595.45.04: \"driver\" (coherent GPU memory is not onlined to the OS as a NUMA node; the driver manages it) or \"numa\" / unset (onlined as a NUMA node, the default); no effect on platforms that cannot online device memory. os_registry_init: \"driver\" implies EnableUserNUMAManagement=0. A later source of the same file (version not identified) turns CDMM on by default when the option is unset (nv_enable_cdmm_mode)",
+  "nv_cdmm_blog": "NVIDIA Technical Blog 'Understanding Memory Management on Hardware-Coherent Platforms' (2025-10-14): CDMM (Coherent Driver-based Memory Management) for hardware-coherent platforms such as GH200, GB200 and GB300; NUMA mode is the driver's default; CDMM keeps GPU memory from being exposed to the OS as a software NUMA node (in NUMA mode Kubernetes over-reports a node's memory)",
+  "nv_driver_container_cdmm": "NVIDIA/gpu-driver-container @06a208ca ubuntu22.04/nvidia-driver and ubuntu24.04/nvidia-driver _get_module_params ('Starting from R580, we need to enable the CDMM ... module parameter', for coherent systems 'GH200, GB200 etc', 'needed for Kubernetes use-cases': NVreg_CoherentGPUMemoryMode=driver on every load) and PR 390 ('add driver 580.65.06': the parameter 'is no-op for non-Grace based'); NVIDIA/TensorRT-LLM PR 9166 (CDMM for GB200 from the R580 driver, citing the 580.65.06 release notes; with CDMM on, GPU memory is no NUMA node and host threads reach it through GDRCopy)",
   "ubuntu2404_cuda": "Jimver/cuda-toolkit#365 (ubuntu2404 has no CUDA 12.4.1 network install); proteneer/timemachine PR #1499 ('at least Cuda 12.5.1 to get Ubuntu 24.04')",
   "ubuntu2004_cuda13": "TensorRT 10.13.2 release notes ('Added support for CUDA 13.0 ... Dropped support for Ubuntu 20.04'); an EasyBuild PR summarising the CUDA 13.0 release notes; both third-party. COMPAT.md read the CUDA 13.2.2 notes as dropping Ubuntu 20.04 only in 13.2 Update 2: the stricter reading is kept, so a plan is refused rather than failing half-way",
   "ubuntu2204_cuda": "gitlab.com/nvidia/container-images/cuda#157 (the ubuntu2204 repository was created after Ubuntu 22.04's release in April 2022, i.e. after CUDA 11.6 Update 2; 11.7 came in May 2022); third-party install guides for CUDA 11.7 on 22.04. Inferred: no NVIDIA listing of the repository was read",

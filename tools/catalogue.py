@@ -51,6 +51,7 @@ FOOTER = '''"""
 SOURCE_KEYS = (
     "source",
     "arch_list_source",
+    "arches_source",
     "conda_source",
     "cuda_source",
     "cudnn_source",

@@ -59,7 +59,7 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -1334,8 +1334,11 @@ def pinning_package(layout: str, branch: str, name: str, pinned: list[str]) -> P
     )
 
 
-def debian_driver_packages(branch: str, spec: dict) -> list[Package]:
-    """Debian layout: one userspace package, two kernel-module packages, metapackages."""
+def debian_driver_packages(branch: str, spec: dict, dummy: bool = False) -> list[Package]:
+    """Debian layout: one userspace package, two kernel-module packages, metapackages.
+
+    ``dummy``: control data only (no files, no maintainer scripts, no python3 dependency).
+    """
     names = driver_names("debian", branch)
     upstream = spec["version"]
     version = f"{upstream}-{DRIVER_REVISIONS['debian']}"
@@ -1353,10 +1356,10 @@ def debian_driver_packages(branch: str, spec: dict) -> list[Package]:
                 + f" Depends on {kernel['proprietary']} or {kernel['open']} of the same version."
             ),
             depends=[
-                "python3",
+                *([] if dummy else ["python3"]),
                 f"{kernel['proprietary']} (= {version}) | {kernel['open']} (= {version})",
             ],
-            files=_driver_userspace_files(branch, spec),
+            files=[] if dummy else _driver_userspace_files(branch, spec),
         )
     ]
     for flavour, name in kernel.items():
@@ -1375,8 +1378,8 @@ def debian_driver_packages(branch: str, spec: dict) -> list[Package]:
                 provides=[KERNEL_MODULE_VIRTUAL],
                 conflicts=[KERNEL_MODULE_VIRTUAL, other],
                 replaces=[KERNEL_MODULE_VIRTUAL, other],
-                files=[_flavour_file(flavour)],
-                postinst=DRIVER_POSTINST,
+                files=[] if dummy else [_flavour_file(flavour)],
+                postinst=None if dummy else DRIVER_POSTINST,
             )
         )
     metas = [(names["meta"], kernel["proprietary"]), (names["open_meta"], kernel["open"])]
@@ -1399,8 +1402,11 @@ def debian_driver_packages(branch: str, spec: dict) -> list[Package]:
     return packages
 
 
-def ubuntu_driver_packages(branch: str, spec: dict) -> list[Package]:
-    """Ubuntu layout: a driver package per flavour (with its modules), a metapackage."""
+def ubuntu_driver_packages(branch: str, spec: dict, dummy: bool = False) -> list[Package]:
+    """Ubuntu layout: a driver package per flavour (with its modules), a metapackage.
+
+    ``dummy``: control data only (no files, no maintainer scripts, no python3 dependency).
+    """
     names = driver_names("ubuntu", branch)
     upstream = spec["version"]
     version = f"{upstream}-{DRIVER_REVISIONS['ubuntu']}"
@@ -1420,12 +1426,16 @@ def ubuntu_driver_packages(branch: str, spec: dict) -> list[Package]:
                     + " Also /usr/share/kindling-fixture/driver-flavour; its postinst stands in "
                     "for the DKMS build. Conflicts with the other fixture driver packages."
                 ),
-                depends=["python3"],
+                depends=[] if dummy else ["python3"],
                 provides=[DRIVER_VIRTUAL],
                 conflicts=conflicts,
                 replaces=[DRIVER_VIRTUAL],
-                files=[*_driver_userspace_files(branch, spec), _flavour_file(flavour)],
-                postinst=DRIVER_POSTINST,
+                files=(
+                    []
+                    if dummy
+                    else [*_driver_userspace_files(branch, spec), _flavour_file(flavour)]
+                ),
+                postinst=None if dummy else DRIVER_POSTINST,
             )
         )
     packages.append(
@@ -1940,6 +1950,127 @@ def build_package(pkg: Package, work: Path, template: Path) -> Path:
     if not deb.is_file():
         raise BuildError(f"equivs-build did not produce {deb.name}")
     return deb
+
+
+# --------------------------------------------------------------------------------------------
+# The sbsa (aarch64) layout of a repository
+#
+# NVIDIA serves Grace hosts (GH200, GB200) from compute/cuda/repos/<os>/sbsa/: Architecture arm64
+# packages under the names of the x86_64 repository (the catalogue's repositories `arches` and
+# driver_packages `arches_source`). The stand-in holds DUMMY arm64 packages (control data only: no
+# files, no maintainer scripts) of one branch's driver packages, every package flavour and kernel-
+# module flavour the catalogue has for the layout, with the x86_64 stand-ins' relationships. They
+# are built with dpkg-deb, which is there wherever apt is (equivs needs build tools and builds for
+# the machine's own architecture), into an unsigned flat repository that apt reads with
+# [trusted=yes]. tests/unit/test_stack_plan_grace.py simulates the driver stage's install against
+# it with APT::Architecture=arm64. Deterministic: fixed file times (SOURCE_DATE_EPOCH), sorted
+# index, fixed Release date.
+
+SBSA_ARCH = "sbsa"
+SBSA_DEB_ARCH = "arm64"
+SBSA_EPOCH = TARBALL_MTIME
+SBSA_RELEASE_DATE = "Thu, 04 Sep 2025 00:00:00 UTC"
+
+
+def arch_repo_path(repo_id: str, arch: str) -> str:
+    return f"compute/cuda/repos/{repo_id}/{arch}"
+
+
+def fixture_release(branch: str) -> dict:
+    """The fixture's driver release of a branch ({version, cuda}), from FIXTURE_REPOS."""
+    for spec in FIXTURE_REPOS.values():
+        if branch in spec["branches"]:
+            return dict(spec["branches"][branch])
+    raise BuildError(f"no fixture release of branch {branch}: add it to FIXTURE_REPOS")
+
+
+def sbsa_driver_packages(repo_id: str, branch: str) -> list[Package]:
+    """The dummy arm64 driver packages of a branch for the repository's sbsa layout."""
+    row = REPOSITORIES[repo_id]
+    if SBSA_ARCH not in row["arches"]:
+        raise BuildError(f"vendor catalogue: {repo_id} is not served for {SBSA_ARCH}")
+    build_branch = {"debian": debian_driver_packages, "ubuntu": ubuntu_driver_packages}
+    packages = build_branch[row["layout"]](branch, fixture_release(branch), dummy=True)
+    # The branch-pinning package (590+) keeps its name and relationships, not its preferences file.
+    return [
+        replace(pkg, arch=pkg.arch if pkg.arch == "all" else SBSA_DEB_ARCH, files=[], links=[])
+        for pkg in packages
+    ]
+
+
+def build_control_only_deb(pkg: Package, dest: Path, work: Path) -> Path:
+    """A .deb of control data only, by dpkg-deb, with fixed times (reproducible)."""
+    if pkg.files or pkg.links or pkg.postinst or pkg.postrm:
+        raise BuildError(f"{pkg.name}: a control-only package has no files or scripts")
+    root = work / f"{pkg.name}_{pkg.version}_{pkg.arch}"
+    (root / "DEBIAN").mkdir(parents=True)
+    fields = [
+        ("Package", pkg.name),
+        ("Version", pkg.version),
+        ("Architecture", pkg.arch),
+        ("Maintainer", MAINTAINER),
+        ("Section", pkg.section),
+        ("Priority", "optional"),
+    ]
+    for name, values in (
+        ("Depends", pkg.depends),
+        ("Provides", pkg.provides),
+        ("Conflicts", pkg.conflicts),
+        ("Replaces", pkg.replaces),
+    ):
+        if values:
+            fields.append((name, ", ".join(values)))
+    fields.append(("Description", pkg.description))
+    control = root / "DEBIAN" / "control"
+    control.write_text("".join(f"{name}: {value}\n" for name, value in fields))
+    for path in (control, control.parent, root):
+        os.utime(path, (SBSA_EPOCH, SBSA_EPOCH))
+    deb = dest / f"{pkg.name}_{pkg.version.split(':', 1)[-1]}_{pkg.arch}.deb"
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(SBSA_EPOCH), "LC_ALL": "C.UTF-8"}
+    run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", root, deb], env=env)
+    return deb
+
+
+def flat_repo_index(repo: Path, debs: list[Path], description: str) -> None:
+    """Packages and Release of a flat repository (sorted; no apt-ftparchive needed)."""
+    stanzas = []
+    for deb in sorted(debs, key=lambda path: path.name):
+        control = run(["dpkg-deb", "--field", deb]).stdout.decode().strip()
+        data = deb.read_bytes()
+        stanzas.append(
+            f"{control}\nFilename: ./{deb.name}\nSize: {len(data)}\n"
+            f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
+        )
+    packages = "\n".join(stanzas).encode()
+    (repo / "Packages").write_bytes(packages)
+    archs = sorted({line.split(": ", 1)[1] for s in stanzas for line in s.splitlines()
+                    if line.startswith("Architecture: ")})  # fmt: skip
+    release = (
+        "Origin: NVIDIA\nLabel: NVIDIA CUDA\n"
+        f"Architectures: {' '.join(archs)}\nDate: {SBSA_RELEASE_DATE}\n"
+        f"Description: {description}\nSHA256:\n"
+        f" {hashlib.sha256(packages).hexdigest()} {len(packages)} Packages\n"
+    )
+    (repo / "Release").write_text(release)
+
+
+def build_sbsa_repo(srv: Path, repo_id: str, branch: str) -> Path:
+    """The sbsa layout of ``repo_id`` holding one branch's dummy arm64 driver packages, under
+    ``srv`` at NVIDIA's path; returns the repository directory."""
+    repo = srv / arch_repo_path(repo_id, SBSA_ARCH)
+    repo.mkdir(parents=True)
+    packages = sbsa_driver_packages(repo_id, branch)
+    with tempfile.TemporaryDirectory(prefix="kindling-sbsa-") as work:
+        debs = [build_control_only_deb(pkg, repo, Path(work)) for pkg in packages]
+    row = REPOSITORIES[repo_id]
+    flat_repo_index(
+        repo,
+        debs,
+        "Kindling test fixture: stand-in for NVIDIA's CUDA repository for "
+        f"{row['distribution']} {row['release']} ({repo_id}/{SBSA_ARCH}), dummy {SBSA_DEB_ARCH} "
+        "driver packages built by tests/fixture_sources/build_fixtures.py; not NVIDIA software",
+    )
+    return repo
 
 
 # --------------------------------------------------------------------------------------------

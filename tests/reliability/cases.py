@@ -1296,6 +1296,32 @@ CASES: List[Dict[str, object]] = [
         "home to /nonexistent; keep the default dcgm-exporter, a system user of its own",
         "changed_zero": True,
     },
+    # --- stack: what needs only the inventory is judged in stage 1 on a host without a GPU too
+    # (issue 34: the repository check used to run only on the GPU path)
+    {
+        "id": "repo-distro-unknown-without-gpu",
+        "class": "stack",
+        "role": "nvidia_driver",
+        "input": "nvidia_driver_repo_distro: ubuntu1804 on a host without a GPU",
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "nvidia_driver_repo_distro": "ubuntu1804"},
+        "expect": "[unknown-repository] NVIDIA's CUDA repository for ubuntu1804 is not in the vendor "
+        "catalogue (known: debian12, ubuntu2004, ubuntu2204, ubuntu2404)",
+        "changed_zero": True,
+    },
+    # --- dict-key: gpu_preflight's own dicts, checked by its input check in stage 1's second
+    # play (its own run: a batch alias must not reach that play)
+    {
+        "id": "dict-key-supported-os",
+        "class": "dict-key",
+        "role": "gpu_preflight",
+        "input": 'gpu_preflight_supported_os: {Ubunto: ["22.04"]}',
+        "playbook": "site.yml",
+        "vars": {**NO_GPU, "gpu_preflight_supported_os": {"Ubunto": ["22.04"]}},
+        "expect": "gpu_preflight_supported_os is {'Ubunto': ['22.04']}: unknown key 'Ubunto': did you mean "
+        "Ubuntu? (keys: Ubuntu, Debian)",
+        "changed_zero": True,
+    },
     # --- stack-defaults: one key of the stack changed; another role's default now refuses it
     {
         "id": "only-driver-branch-535",
@@ -1584,7 +1610,7 @@ BATCH_CASES: List[Dict[str, object]] = [
     },
     # --- dict-key: a key a dict input does not declare, refused naming the nearest known one
     # (gpu_preflight's dicts are checked in stage 1's second play, which a batch alias must not
-    # reach; tests/unit/test_unknown_variables.py covers them)
+    # reach: their case runs on its own, above)
     {
         "id": "dict-key-miniforge-sha256-arch",
         "class": "dict-key",

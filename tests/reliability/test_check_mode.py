@@ -45,32 +45,34 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
     assert "Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg" in output
     assert "TASK [conda_pytorch :" in output and "TASK [jupyter :" in output
     assert before == after, "site.yml --check changed the host:\n" + snapshot_diff(before, after)
-    # One stack, checked once: each GPU stage's check runs in stage 1, before any change, and
-    # the stage gets that result back (nothing changed the driver in between).
-    for task in STAGE_CHECKS:
-        assert reused_flags(result.stdout, task) == [False, True], task
+    # One plan, checked once: stage 1 refuses what each GPU stage would, and each stage takes
+    # its part of the plan without checking again (nothing changed the driver in between).
+    assert (
+        "TASK [gpu_preflight : Refuse now what a GPU stage would refuse (its part of the plan)]"
+        in output
+    )
+    for task in STAGE_PARTS:
+        assert rechecked_flags(result.stdout, task) == [False], task
+    assert "TASK [nvidia_driver : Check the planned driver" not in output
 
 
-# Each GPU stage's gpu_stack_check task (its tasks/stack.yml, the `stack` entry point).
-STAGE_CHECKS = (
-    "nvidia_driver : Check the planned driver and work out its packages "
-    "(module_utils/stack_plan.py)",
-    "cuda : Check the toolkits and cuDNN and work out their packages (module_utils/stack_plan.py)",
-    "conda_pytorch : Check torch, the wheel variant, Python and the GPUs against the "
-    "compatibility table",
+# Each GPU stage's host_plan `part` task (its preflight).
+STAGE_PARTS = (
+    "nvidia_driver : Take the driver stage's part of the host's plan (module_utils/host_plan.py)",
+    "cuda : Take the cuda stage's part of the host's plan, checked again if the driver changed "
+    "(module_utils/host_plan.py)",
+    "conda_pytorch : Take the conda_pytorch stage's part of the host's plan, checked again if the "
+    "driver changed (host_plan.py)",
 )
 
 
-def reused_flags(stdout: str, task: str) -> list:
-    """Each run of ``task`` in a -v run's output, in order: whether its result was reused.
-
-    A loop's item results each carry the flag; the task counts as reused when all do.
-    """
+def rechecked_flags(stdout: str, task: str) -> list:
+    """Each run of ``task`` in a -v run's output, in order: whether it checked again."""
     flags = []
     for block in stdout.split("\nTASK [")[1:]:
         if not block.startswith(task + "]"):
             continue
-        found = re.findall(r"^\s*reused: (true|false)$", block, flags=re.MULTILINE)
-        assert found, f"{task}: no result with a reused flag:\n{block[:2000]}"
-        flags.append(all(flag == "true" for flag in found))
+        found = re.findall(r"^\s*rechecked: (true|false)$", block, flags=re.MULTILINE)
+        assert found, f"{task}: no result with a rechecked flag:\n{block[:2000]}"
+        flags.append(found[0] == "true")
     return flags

@@ -57,7 +57,7 @@ RUNS = {
     "dcgm_exporter": "dcgm_exporter : Read the installed Debian packages",
 }
 # A role's main entry point starts with this task (its argument_specs), so these mark where
-# each role of the play begins; the stack entry points gpu_preflight includes do not.
+# each role of the play begins; the entry points a stage includes (gpu_preflight's plan) do not.
 STARTS = "Validating arguments against arg spec 'main'"
 
 

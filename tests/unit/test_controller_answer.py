@@ -16,12 +16,14 @@ class StandInActionBase:
     def __init__(self, args):
         self._task = SimpleNamespace(args=args)
         self.module_runs = []
+        self.module_vars = []
 
     def run(self, tmp=None, task_vars=None):
         return {"from_base": True}
 
     def _execute_module(self, module_name, module_args, task_vars):
         self.module_runs.append((module_name, module_args))
+        self.module_vars.append(task_vars)
         return {"changed": False, "read_on": "host"}
 
 
@@ -72,3 +74,53 @@ def test_a_refused_plan_names_the_module_once():
         "example_plan: count must not be negative"
     )
     assert Plan({"count": 99, "read": {}}).run()["msg"] == "example_plan: already named"
+
+
+# --- answer reads the task variables and asks the host for a part of its answer
+
+
+class PartlyOnHost(ControllerAnswer, StandInActionBase):
+    MODULE = "example_check"
+    SPEC: ClassVar[dict] = {"names": {"type": "list", "elements": "str", "default": []}}
+
+    def answer(self, params):
+        values = {n: self._task_vars[n] for n in params["names"] if n in self._task_vars}
+        if "bad" in values.values():
+            raise ValueError("a value is bad")
+        if "port" not in values:
+            return {"changed": False, "values": values, "asked": None}
+        asked = self.run_on_host({"checks": "host", "port": values["port"]})
+        return {"changed": False, "values": values, "asked": asked}
+
+
+def test_answer_reads_this_tasks_variables():
+    action = PartlyOnHost({"names": ["user", "missing"]})
+    result = action.run(task_vars={"user": "jupyter", "port": 8888})
+    assert result["values"] == {"user": "jupyter"}
+    assert result["asked"] is None and action.module_runs == []
+    # Each run sees its own task's variables, not an earlier run's.
+    assert action.run(task_vars={"user": "alice"})["values"] == {"user": "alice"}
+    assert action.run()["values"] == {}
+
+
+def test_run_on_host_runs_the_module_with_the_arguments_answer_chose():
+    task_vars = {"port": 8888, "user": "jupyter"}
+    action = PartlyOnHost({"names": ["port", "user"]})
+    result = action.run(task_vars=task_vars)
+    # Only what answer chose went to the host, never the task's own arguments.
+    assert action.module_runs == [("example_check", {"checks": "host", "port": 8888})]
+    assert action.module_vars == [task_vars]
+    assert result == {
+        "from_base": True,
+        "changed": False,
+        "values": {"port": 8888, "user": "jupyter"},
+        "asked": {"changed": False, "read_on": "host"},
+    }
+
+
+def test_a_refusal_before_the_host_is_asked_runs_nothing_there():
+    action = PartlyOnHost({"names": ["port", "user"]})
+    result = action.run(task_vars={"port": 8888, "user": "bad"})
+    assert result["failed"] is True
+    assert result["msg"] == "example_check: a value is bad"
+    assert action.module_runs == []

@@ -279,12 +279,21 @@ def _sizing_play(tmp_path: Path, paths, min_gb: int) -> Path:
                 "gpu_preflight_min_free_disk_gb": min_gb,
                 "gpu_preflight_ram_per_gpu_memory": 2.0,
                 "gpu_preflight_min_nic_mbps": 10000,
-                # Only the disk findings: plenty of RAM, an NVMe device, no GPU, one host.
-                "ansible_memtotal_mb": 1 << 20,
-                "ansible_devices": {"nvme0n1": {}},
-                "ansible_interfaces": [],
             },
             "tasks": [
+                # Only the disk findings: plenty of RAM, an NVMe device, no GPU, one host.
+                # Facts live under ansible_facts only (ansible.cfg inject_facts_as_vars), so
+                # a module of the test's sets them (_FACTS_MODULE).
+                {
+                    "name": "Facts of a host with plenty of RAM and an NVMe device",
+                    "kindling_test_facts": {
+                        "facts": {
+                            "memtotal_mb": 1 << 20,
+                            "devices": {"nvme0n1": {}},
+                            "interfaces": [],
+                        }
+                    },
+                },
                 {"name": "No GPU", "nvidia_smi_facts": {"read_kernel_log": False}},
                 *tasks,
                 {
@@ -301,12 +310,26 @@ def _sizing_play(tmp_path: Path, paths, min_gb: int) -> Path:
     ]
     path = tmp_path / "sizing.yml"
     path.write_text(yaml.safe_dump(play))
+    library = tmp_path / "library"
+    library.mkdir(exist_ok=True)
+    (library / "kindling_test_facts.py").write_text(_FACTS_MODULE)
     return path
+
+
+# A module that returns its argument as facts (the play's stand-in for gathered facts).
+_FACTS_MODULE = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+module = AnsibleModule(argument_spec={"facts": {"type": "dict"}}, supports_check_mode=True)
+module.exit_json(changed=False, ansible_facts=module.params["facts"])
+"""
 
 
 def _playbook_argv(path: Path, *extra: str) -> list:
     return [
         str(ANSIBLE_PLAYBOOK),
+        "--module-path",
+        str(path.parent / "library"),
         "-i",
         "localhost,",
         "-e",

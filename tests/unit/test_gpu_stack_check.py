@@ -263,74 +263,19 @@ def test_the_cuda_repository_location_is_returned_with_overrides(capsys):
     assert result["repository"]["cuda"]["keyring"] == "/usr/share/keyrings/cuda-archive-keyring.gpg"
 
 
-# --- reuse: a stage gets the preflight's check of the same inputs back
+# --- a result records the inputs it was checked with (a stage's part of the host's plan
+# keeps them; module_utils/host_plan.py checks again only when the driver changed)
 
 
 H200_GPUS = [{"name": "NVIDIA H200", "compute_capability": "9.0"}]
 
 
-def test_a_result_records_its_inputs_but_not_reuse_or_fail_on_problems(capsys):
+def test_a_result_records_its_inputs_but_not_fail_on_problems(capsys):
     _, result = run_module(dict(H200_PLAN, gpus=H200_GPUS, fail_on_problems=False), capsys)
-    assert result["reused"] is False
     assert result["params"]["cuda_version"] == "13.0"
     assert result["params"]["gpus"] == H200_GPUS
-    assert "reuse" not in result["params"] and "fail_on_problems" not in result["params"]
-
-
-def test_the_same_inputs_get_the_earlier_result_back(capsys):
-    _, first = run_module(dict(H200_PLAN, gpus=H200_GPUS), capsys)
-    failed, again = run_module(dict(H200_PLAN, gpus=H200_GPUS, reuse=first), capsys)
-    assert not failed and again["reused"] is True
-    for key in ("ok", "problems", "plan", "packages", "repository", "notes", "params"):
-        assert again[key] == first[key], key
-    assert again["msg"] == "the same stack was checked earlier in this run: " + first["msg"]
-    # Passed on once more (a third run of the entry point), it says so once.
-    _, third = run_module(dict(H200_PLAN, gpus=H200_GPUS, reuse=again), capsys)
-    assert third["reused"] is True and third["msg"] == again["msg"]
-
-
-def test_a_driver_installed_since_is_a_new_check(capsys):
-    # The preflight saw no driver; the driver stage then installed 580.126.09, which the
-    # cuda stage's check now passes as driver_version.
-    _, before = run_module(dict(H200_PLAN, gpus=H200_GPUS), capsys)
-    args = dict(H200_PLAN, gpus=H200_GPUS, driver_version="580.126.09", reuse=before)
-    _, after = run_module(args, capsys)
-    assert after["reused"] is False and after["params"]["driver_version"] == "580.126.09"
-
-
-def test_other_gpus_are_a_new_check(capsys):
-    _, before = run_module(dict(H200_PLAN, gpus=H200_GPUS), capsys)
-    gpus = [{"name": "Tesla T4", "compute_capability": "7.5"}]
-    _, after = run_module(dict(H200_PLAN, gpus=gpus, reuse=before), capsys)
-    assert after["reused"] is False
-
-
-def test_reuse_finds_its_inputs_in_a_loops_register(capsys):
-    # The cuda stage checks each toolkit in a loop; it passes the whole register back.
-    _, main = run_module(dict(H200_PLAN, gpus=H200_GPUS), capsys)
-    _, extra = run_module(dict(H200_PLAN, gpus=H200_GPUS, cuda_version="12.8"), capsys)
-    register = {"results": [dict(main, item="13.0"), {"skipped": True}, dict(extra, item="12.8")]}
-    _, again = run_module(
-        dict(H200_PLAN, gpus=H200_GPUS, cuda_version="12.8", reuse=register), capsys
-    )
-    assert again["reused"] is True and again["plan"]["cuda_version"] == "12.8"
-
-
-def test_a_reused_failing_check_fails_by_this_calls_setting(capsys):
-    # The preflight may only report (gpu_preflight_fail_on_incompatible false); the stage
-    # that gets the same result back still refuses the stack.
-    gpus = [{"name": "NVIDIA H100 80GB HBM3"}]
-    reported, first = run_module(dict(SEED, gpus=gpus, fail_on_problems=False), capsys)
-    assert not reported and first["ok"] is False
-    failed, again = run_module(dict(SEED, gpus=gpus, reuse=first), capsys)
-    assert failed and again["reused"] is True and again["problems"] == first["problems"]
-
-
-def test_a_result_without_recorded_inputs_is_not_reused(capsys):
-    _, first = run_module(dict(H200_PLAN, gpus=H200_GPUS), capsys)
-    del first["params"]
-    _, again = run_module(dict(H200_PLAN, gpus=H200_GPUS, reuse=[first, "junk", None]), capsys)
-    assert again["reused"] is False
+    assert "fail_on_problems" not in result["params"] and "reuse" not in result["params"]
+    assert "reused" not in result
 
 
 # --- action_plugins/gpu_stack_check.py: the same check, on the controller

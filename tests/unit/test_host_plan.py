@@ -65,8 +65,13 @@ def test_the_plan_keeps_every_input_under_its_own_name():
         "gpus_from",
         "gpu_present",
         "driver_version",
+        "facts",
+        "reads",
         "stack",
+        "catalogue",
+        "stages",
     }
+    assert set(plan["stages"]) == set(host_plan.STAGES)
     assert plan["inputs"] == INPUTS and plan["host"] == "h1"
     assert plan["gpus"] == [H100_PCI] and plan["gpus_from"] == "pci" and plan["gpu_present"]
     assert plan["driver_version"] == ""
@@ -110,7 +115,7 @@ def test_what_a_stage_adopts_is_left_out_of_the_stack():
 def test_empty_inputs_take_gpu_stack_checks_defaults():
     stack = host_plan.stack({})
     assert stack["install_method"] == stack["toolkit_method"] == "cuda_repo"
-    assert stack["kernel_modules"] == "auto" and stack["package_flavor"] == "cuda-drivers"
+    assert stack["kernel_modules"] == "auto" and stack["package_flavor"] == "auto"
     assert stack["python_packages"] == [] and stack["cuda_versions_extra"] == []
 
 
@@ -169,3 +174,176 @@ def test_the_action_plugin_fills_a_stage_run_alone_and_refuses_a_retired_name(tm
     assert (
         "nvidia_driver_cuda_version is no longer read: set cuda_version instead" in refused["msg"]
     )
+
+
+# ---------------------------------------------------------------- each GPU stage's part
+UBUNTU = {"distribution": "Ubuntu", "distribution_version": "22.04", "architecture": "x86_64"}
+DEBIAN = {"distribution": "Debian", "distribution_version": "12.7", "architecture": "x86_64"}
+SMI_535 = {"present": True, "gpus": [H100], "driver_version": "535.183.01", "gpu_count": 1}
+PCI = {"present": True, "gpus": [H100_PCI]}
+
+
+def plan_for(inputs=None, pci=PCI, smi=None, facts=UBUNTU, reads=None):
+    return host_plan.build(
+        dict(INPUTS, **(inputs or {})),
+        pci,
+        smi or {"present": False},
+        host="h1",
+        facts=facts,
+        reads=reads,
+    )
+
+
+def test_every_stage_s_part_on_a_gpu_host_without_a_driver():
+    plan = plan_for()
+    driver, cuda, torch = (plan["stages"][s] for s in host_plan.STAGES)
+    assert driver["runs"] and driver["check_branch"] == "580" and driver["check"]["ok"]
+    assert driver["check"]["packages"]["driver"]["packages"] == [
+        "cuda-drivers-580",
+        "nvidia-driver-580",
+    ]
+    assert driver["check"]["repository"]["os"] == "ubuntu2204"
+    assert cuda["runs"] and cuda["versions"] == ["13.0", "12.8"]
+    assert [c["item"] for c in cuda["checks"]] == ["13.0", "12.8"]
+    # cuDNN with the first toolkit only; every toolkit against the planned branch.
+    assert [c["params"]["cudnn_version"] for c in cuda["checks"]] == ["9.14.0", None]
+    assert {c["params"]["driver_branch"] for c in cuda["checks"]} == {"580"}
+    assert torch["mode"] == "conda" and torch["env_python"] == "/opt/conda/envs/pytorch/bin/python"
+    assert torch["check"]["ok"] and torch["check"]["params"]["python_version"] == "3.12"
+    assert plan["catalogue"]["ok"]
+
+
+def test_a_gpu_less_host_skips_the_driver_and_cuda_parts_but_judges_the_inventory():
+    plan = plan_for(pci={"present": False, "gpus": []}, facts=DEBIAN)
+    assert plan["stages"]["nvidia_driver"] == dict(
+        plan["stages"]["nvidia_driver"], runs=False, check=None
+    )
+    assert plan["stages"]["cuda"]["runs"] is False and plan["stages"]["cuda"]["checks"] == []
+    assert plan["stages"]["conda_pytorch"]["check"]["params"]["gpus"] == []
+    # Issue 34: a repository distribution that does not exist is refused in stage 1 on a
+    # host without a GPU too (the catalogue's answer needs only the inventory).
+    bad = plan_for(
+        inputs={"nvidia_driver_repo_distro": "ubuntu1804"},
+        pci={"present": False, "gpus": []},
+        facts=DEBIAN,
+    )
+    assert not bad["catalogue"]["ok"]
+    assert [p["code"] for p in bad["catalogue"]["problems"]] == ["unknown-repository"]
+
+
+def test_gpu_required_runs_the_stages_on_a_host_without_a_gpu():
+    plan = plan_for(
+        inputs={"nvidia_driver_gpu_required": True, "cuda_skip_without_gpu": False},
+        pci={"present": False, "gpus": []},
+    )
+    assert plan["stages"]["nvidia_driver"]["runs"] and plan["stages"]["cuda"]["runs"]
+
+
+def test_an_older_driver_the_driver_stage_replaces_is_not_held_against_the_toolkits():
+    """535 there, branch 580 planned: the driver stage upgrades, so CUDA 13.0 is judged
+    against 580, and checked again against the driver the cuda stage then finds."""
+    plan = plan_for(smi=SMI_535)
+    cuda = plan["stages"]["cuda"]
+    assert cuda["driver_version"] == "" and all(c["ok"] for c in cuda["checks"])
+    kept = host_plan.take_part(plan, "cuda", "535.183.01")
+    assert not kept.get("failed") and kept["rechecked"] is False and kept["part"] == cuda
+    again = host_plan.take_part(plan, "cuda", "580.95.05")
+    assert again["rechecked"] is True and not again.get("failed")
+    assert {c["params"]["driver_version"] for c in again["part"]["checks"]} == {"580.95.05"}
+    assert "checked again against driver 580.95.05" in again["msg"]
+
+
+def test_a_driver_the_stage_keeps_is_held_against_the_toolkits_and_the_part_fails():
+    """Adopting by torch, the 535 driver stays: CUDA 13.0 can't run on it, and the cuda
+    stage's part fails with the catalogue's message and fix."""
+    reads = {"torch": {"torch_build": {"built_cuda_version": "12.2"}, "interpreter": None}}
+    plan = plan_for(
+        inputs={"nvidia_driver_adopt_torch_python": "/opt/conda/bin/python"},
+        smi=SMI_535,
+        reads=reads,
+    )
+    driver = plan["stages"]["nvidia_driver"]
+    assert driver["adopt_cuda"] == "12.2" and driver["check_branch"] == "535"
+    assert driver["check"]["params"]["cuda_version"] == "12.2"
+    refused = host_plan.take_part(plan, "cuda", "535.183.01")
+    assert refused["failed"] and refused["msg"].startswith("cuda: 1 problem(s)")
+    # Both toolkits (13.0 and 12.8) need a newer driver than 535.
+    assert [p["code"] for p in refused["problems"]] == ["driver-too-old-for-cuda"] * 2
+    assert 'nvidia_driver_branch: "580"' in refused["msg"]
+
+
+def test_cuda_adopt_mode_checks_the_toolkit_cuda_home_holds():
+    reads = {"toolkit": {"adopted": {"release": "12.8"}, "read": {"nvcc": {}}}}
+    plan = plan_for(inputs={"cuda_adopt_existing": True}, reads=reads)
+    cuda = plan["stages"]["cuda"]
+    assert cuda["adopted_version"] == "12.8" and cuda["versions"] == ["12.8"]
+    assert cuda["toolkit_read"] == {"nvcc": {}}
+    # The adopted toolkit is not installed from NVIDIA's repository: no repository check.
+    assert cuda["checks"][0]["params"]["os"] is None
+    nothing = plan_for(inputs={"cuda_adopt_existing": True}, reads={"toolkit": {"adopted": {}}})
+    assert nothing["stages"]["cuda"]["versions"] == [] and nothing["stages"]["cuda"]["checks"] == []
+
+
+def test_the_venv_interpreter_is_read_once_and_its_version_checked():
+    inputs = {"conda_pytorch_backend": "venv", "conda_pytorch_venv_python": "/usr/bin/python3"}
+    assert host_plan.interpreter_read_args(dict(INPUTS, **inputs), None) == {
+        "path": "/usr/bin/python3"
+    }
+    found = {
+        "interpreter": "/usr/bin/python3",
+        "exists": True,
+        "executable": True,
+        "version": "3.11",
+    }
+    torch = plan_for(inputs=inputs, reads={"interpreter": found})["stages"]["conda_pytorch"]
+    assert torch["mode"] == "venv" and torch["shared_dir"] == "/opt/venvs/pytorch"
+    assert (
+        torch["python_version"] == "3.11" and torch["check"]["params"]["python_version"] == "3.11"
+    )
+    missing = dict(found, exists=False, executable=False, version=None)
+    gone = plan_for(inputs=inputs, reads={"interpreter": missing})["stages"]["conda_pytorch"]
+    assert gone["base_python_usable"] is False and gone["check"] is None
+
+
+def test_the_driver_stage_s_torch_read_of_the_same_interpreter_is_taken():
+    python = "/opt/conda/bin/python"
+    ran = {"interpreter": python, "exists": True, "executable": True, "version": "3.10"}
+    torch_read = {"torch_build": {"built_cuda_version": "12.8"}, "interpreter": ran}
+    inputs = dict(INPUTS, conda_pytorch_python=python, nvidia_driver_adopt_torch_python=python)
+    assert host_plan.interpreter_read_args(inputs, torch_read) is None
+    part = plan_for(inputs=inputs, reads={"torch": torch_read})["stages"]["conda_pytorch"]
+    assert part["mode"] == "adopt" and part["env_dir"] == "/opt/conda"
+    assert part["base_python_read"] == dict(ran, path=python) and part["python_version"] == "3.10"
+    # Adopt mode installs nothing: no torch check.
+    assert part["check"] is None
+
+
+def test_a_part_the_plan_lacks_is_refused_by_name():
+    with pytest.raises(ValueError, match="no part for cuda"):
+        host_plan.take_part({"stages": {}}, "cuda", "")
+
+
+def test_the_action_plugin_reads_what_adopt_mode_asks_for_on_the_host(tmp_path):
+    """The driver stage adopts by this interpreter's torch and conda_pytorch adopts the same
+    one: one torch read on the host, whose interpreter answer conda_pytorch takes."""
+    import sys
+
+    role_path = str(REPO_ROOT / "roles" / "gpu_preflight")
+    result = run_adhoc(
+        "host_plan",
+        {"facts": {"architecture": "x86_64"}, "host": "h1"},
+        tmp_path,
+        extra_vars={
+            "role_path": role_path,
+            "nvidia_driver_gpu_required": True,
+            "nvidia_driver_adopt_torch_python": sys.executable,
+            "conda_pytorch_python": sys.executable,
+        },
+    )
+    assert not result.get("failed"), result
+    plan = result["plan"]
+    assert set(plan["reads"]) == {"torch"}
+    assert plan["reads"]["torch"]["torch_build"]["found"] is True
+    part = plan["stages"]["conda_pytorch"]
+    assert part["mode"] == "adopt" and part["base_python_read"]["interpreter"] == sys.executable
+    assert part["python_version"] == "{}.{}".format(*sys.version_info[:2])

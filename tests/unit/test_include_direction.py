@@ -28,13 +28,9 @@ SHARED = ("gpu_preflight", "reboot_coordinator")
 # Stage 1's input check of every role (playbooks/preflight.yml): each role's tasks/inputs.yml
 # is read-only (role_inputs), and stage 1 checks every role's inputs before any change.
 STAGE1_INPUTS = ("playbooks/preflight.yml", "inputs.yml")
-# Not done yet (issue 33, item 1): gpu_preflight's tasks/stack.yml still runs each later GPU
-# stage's `stack` entry point in stage 1. This list may only shrink.
-KNOWN_BACKWARD = {
-    ("roles/gpu_preflight/tasks/stack.yml", "nvidia_driver", "stack"),
-    ("roles/gpu_preflight/tasks/stack.yml", "cuda", "stack"),
-    ("roles/gpu_preflight/tasks/stack.yml", "conda_pytorch", "stack"),
-}
+# The known exceptions; the list may only shrink (issue 33 emptied it: gpu_preflight no
+# longer runs the GPU stages' `stack` entry points, which are gone).
+KNOWN_BACKWARD: set = set()
 
 
 def load(path: Path):

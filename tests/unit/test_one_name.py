@@ -113,13 +113,28 @@ def unwrap(text: str) -> str:
     return text[1:-1].strip() if text.startswith("(") and text.endswith(")") else text
 
 
+def declared_options() -> set:
+    """Every role's user-facing variables (meta/argument_specs.yml): one whose documented
+    default is another role's variable (cuda_repo_base_url defaults to
+    nvidia_driver_repo_base_url) is a setting of its own, not a second name."""
+    names = set()
+    for spec in (REPO_ROOT / "roles").glob("*/meta/argument_specs.yml"):
+        for entry in (yaml.safe_load(spec.read_text()) or {}).get("argument_specs", {}).values():
+            names |= set((entry or {}).get("options") or {})
+    return names
+
+
 def copies() -> List[str]:
     found = []
+    declared = declared_options()
     for path in yaml_files():
         if path.name in ("argument_specs.yml", "interface.yml"):
             continue
         data = yaml.safe_load(path.read_text())
         for name, text in named_values(data, path):
+            # A key inside a structure (a file's path in a list of files) names no variable.
+            if name in declared or "." in name:
+                continue
             for value in host_plan.PLAN_INPUTS:
                 if name != value and copies_value(value, text):
                     found.append(f"{path.relative_to(REPO_ROOT)}: {name} copies {value}")

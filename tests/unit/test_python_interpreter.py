@@ -206,51 +206,12 @@ def test_module_words_an_exec_format_error_instead_of_run_commands_bare_text(tmp
     assert result["msg"] != "Error executing command."
 
 
-# --- the conda_pytorch preflight's use of it
-
-
-def preflight():
-    """The stage's stack entry point (tasks/stack.yml), which its preflight imports."""
-    path = REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "stack.yml"
-    return yaml.safe_load(path.read_text())
-
-
-def test_the_preflight_imports_the_stack_entry_point():
-    path = REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "preflight.yml"
-    tasks = yaml.safe_load(path.read_text())
-    assert {"ansible.builtin.import_tasks": "stack.yml"}.items() <= next(
-        t for t in tasks if "ansible.builtin.import_tasks" in t
-    ).items()
-
-
-def task(tasks, name):
-    return next(t for t in tasks if t.get("name") == name)
-
-
-def module_of(t):
-    return next(k for k in t if k not in ("name", "register", "when", "vars", "check_mode"))
+# --- the conda_pytorch preflight's use of it (the interpreter is read in the host's plan,
+# module_utils/host_plan.py; tests/unit/test_host_plan.py holds the read and the version)
 
 
 def render(text, **variables):
     return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text).render(variables)
-
-
-def test_preflight_reads_the_interpreter_in_one_module_run_before_gpu_stack_check():
-    tasks = preflight()
-    modules = [module_of(t) for t in tasks]
-    read = modules.index("python_interpreter_facts")
-    assert read < modules.index("gpu_stack_check")
-    assert read < [t.get("name") for t in tasks].index("Refuse a missing interpreter")
-    assert modules.count("python_interpreter_facts") == 1
-    for gone in ("ansible.builtin.stat", "ansible.builtin.command", "stat", "command"):
-        assert gone not in modules, f"{gone}: the read is the module's now"
-    t = tasks[read]
-    assert t["register"] == "conda_pytorch__base_python_read"
-    # Once per run and interpreter: the stage keeps what the preflight read.
-    assert t["when"] == [
-        "conda_pytorch__base_python_path | length > 0",
-        "conda_pytorch__base_python.path | default('') != conda_pytorch__base_python_path",
-    ]
 
 
 @pytest.mark.parametrize(
@@ -265,67 +226,29 @@ def test_preflight_reads_the_interpreter_in_one_module_run_before_gpu_stack_chec
         ("venv", "", "/opt/none/python3", "set conda_pytorch_venv_python to the system python3"),
     ],
 )
-def test_a_missing_interpreter_is_refused_with_the_roles_message(
-    tmp_path, mode, python, venv_python, advice
-):
-    tasks = preflight()
-    read = task(
-        tasks, "Read the interpreter that makes or is the environment, and its Python version"
-    )
-    refuse = task(tasks, "Refuse a missing interpreter")
-    resolve = task(tasks, "Record the mode, the environment's paths and its interpreter")
-    assert resolve["ansible.builtin.set_fact"]["conda_pytorch__base_python_path"] == (
-        "{{ conda_pytorch__planned_base_python }}"
-    )
-    role_vars = REPO_ROOT / "roles" / "conda_pytorch" / "vars" / "main.yml"
-    expr = yaml.safe_load(role_vars.read_text())["conda_pytorch__planned_base_python"]
-    variables = {
-        "conda_pytorch_mode": mode,
+def test_a_missing_interpreter_is_refused_with_the_roles_message(mode, python, venv_python, advice):
+    from ansible.module_utils import host_plan
+
+    inputs = {
         "conda_pytorch_python": python,
         "conda_pytorch_backend": "venv",
         "conda_pytorch_venv_python": venv_python,
     }
-    variables["conda_pytorch__base_python_path"] = render(expr, **variables).strip()
-    path = render(read["python_interpreter_facts"]["path"], **variables)
-    assert path == (python if mode == "adopt" else venv_python)
-    result = read_interpreter(path, never_run)
-    result.pop("error")
-    variables["conda_pytorch__base_python"] = result
+    args = host_plan.interpreter_read_args(inputs, None)
+    path = python if mode == "adopt" else venv_python
+    assert args == {"path": path}
+    found = read_interpreter(path, never_run)
+    part = host_plan.torch_part(inputs, [], "", 0, found)
+    assert part["mode"] == mode and part["base_python_usable"] is False and part["check"] is None
+    tasks = yaml.safe_load(
+        (REPO_ROOT / "roles" / "conda_pytorch" / "tasks" / "preflight.yml").read_text()
+    )
+    refuse = next(t for t in tasks if t.get("name") == "Refuse a missing interpreter")
+    variables = {"conda_pytorch__part": {"part": part}, "conda_pytorch_mode": mode}
     passed = render("{{ " + refuse["ansible.builtin.assert"]["that"] + " }}", **variables)
     assert passed == "False"
     message = " ".join(render(refuse["ansible.builtin.assert"]["fail_msg"], **variables).split())
     assert message == f"{path} is not an executable interpreter: {advice}."
-
-
-def test_gpu_stack_check_gets_the_read_version_or_the_conda_setting():
-    tasks = preflight()
-    role_vars = REPO_ROOT / "roles" / "conda_pytorch" / "vars" / "main.yml"
-    expr = yaml.safe_load(role_vars.read_text())["conda_pytorch__effective_python_version"]
-    check = task(
-        tasks, "Check torch, the wheel variant, Python and the GPUs against the compatibility table"
-    )
-    assert (
-        check["gpu_stack_check"]["python_version"]
-        == "{{ conda_pytorch__effective_python_version }}"
-    )
-    found = read_interpreter(sys.executable, run)
-    venv = render(
-        expr,
-        conda_pytorch__base_python_path="/usr/bin/python3",
-        conda_pytorch__base_python=found,
-        conda_pytorch_python_version=3.9,
-    )
-    assert venv.strip() == THIS_PYTHON
-    # conda mode: the read was skipped, its result has no version, the setting is used
-    conda = render(
-        expr,
-        conda_pytorch__base_python_path="",
-        conda_pytorch_python_version=3.11,
-    )
-    assert conda.strip() == "3.11"
-
-
-# --- ran(): another probe's run of the interpreter, in read_interpreter's shape
 
 
 @pytest.mark.parametrize(
@@ -350,57 +273,3 @@ def test_ran_agrees_with_read_interpreter_on_this_python():
     found = read_interpreter(sys.executable, run)
     printed = ".".join(str(v) for v in sys.version_info[:3])
     assert ran(sys.executable, printed) == found
-
-
-TAKE = "Take the driver stage's read of the same interpreter, made in this run"
-READ = "Read the interpreter that makes or is the environment, and its Python version"
-
-
-def runs(t, **variables):
-    """Whether every condition of ``t`` holds (Ansible's default() also covers an attribute
-    of an undefined variable, as ChainableUndefined does)."""
-    env = jinja2.Environment(undefined=jinja2.ChainableUndefined)
-    return all(env.from_string("{{ " + c + " }}").render(variables) == "True" for c in t["when"])
-
-
-@pytest.mark.parametrize(
-    "driver_read, taken",
-    [
-        # The driver stage ran this interpreter in this run: its answer is taken.
-        ({"interpreter": "/opt/conda/bin/python", "version": "3.12"}, True),
-        # Another interpreter, or none run (null), or the stage runs alone (undefined).
-        ({"interpreter": "/usr/bin/python3", "version": "3.12"}, False),
-        (None, False),
-        ("undefined", False),
-    ],
-)
-def test_the_driver_stages_read_of_the_same_interpreter_is_taken_not_repeated(driver_read, taken):
-    tasks = preflight()
-    names = [t.get("name") for t in tasks]
-    take, read = task(tasks, TAKE), task(tasks, READ)
-    assert names.index(TAKE) < names.index(READ)
-    assert take["ansible.builtin.set_fact"]["conda_pytorch__base_python"].strip() == (
-        "{{ nvidia_driver_torch_interpreter | combine({'path': conda_pytorch__base_python_path}) }}"
-    )
-    variables = {"conda_pytorch__base_python_path": "/opt/conda/bin/python"}
-    if driver_read != "undefined":
-        variables["nvidia_driver_torch_interpreter"] = driver_read
-    assert runs(take, **variables) is taken
-    if taken:
-        # What the set_fact leaves: the read then skips itself.
-        variables["conda_pytorch__base_python"] = dict(driver_read, path="/opt/conda/bin/python")
-    assert runs(read, **variables) is not taken
-    # Kept for the stage: neither runs again once the interpreter is known.
-    variables["conda_pytorch__base_python"] = {"path": "/opt/conda/bin/python"}
-    assert not runs(take, **variables) and not runs(read, **variables)
-
-
-def test_the_driver_stage_publishes_its_torch_builds_interpreter_answer():
-    path = REPO_ROOT / "roles" / "nvidia_driver" / "tasks" / "stack.yml"
-    tasks = yaml.safe_load(path.read_text())
-    keep = task(tasks, "Keep the torch build that was read for the rest of the run")
-    assert keep["ansible.builtin.set_fact"]["nvidia_driver_torch_interpreter"] == (
-        "{{ nvidia_driver__torch_read.interpreter }}"
-    )
-    read = task(tasks, "Read the CUDA version the torch that is already there was built with")
-    assert read["torch_cuda_facts"]["depth"] == "build"

@@ -296,7 +296,7 @@ def cuda_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
 def cuda_sh_computed(v: Dict[str, Any]) -> Dict[str, Any]:
     """The cuda role's gpu_stack_check results (one per toolkit), as cuda.sh.j2 reads them."""
     toolkit = distro_toolkit("debian", "12") if v["cuda_install_method"] == "distro" else None
-    return {"cuda__stack": {"results": [{"packages": {"distro_toolkit": toolkit}}]}}
+    return {"cuda__checks": [{"packages": {"distro_toolkit": toolkit}}]}
 
 
 CUDA_SH: Dict[Target, Sequence[Any]] = {
@@ -311,6 +311,19 @@ CUDA_DISTRO = {
     "cuda_version": CATALOGUE["distro_toolkit_packages"]["debian"]["12"]["cuda"],
     "cuda_cudnn_install_method": "tarball",
 }
+
+
+def conda_environment(v: Dict[str, Any]) -> Dict[str, Any]:
+    """The mode and paths the conda_pytorch stage takes from its part of the host's plan
+    (module_utils/host_plan.py environment), from the role's inputs."""
+    from ansible.module_utils import host_plan
+
+    env = host_plan.environment(v)
+    return {
+        "conda_pytorch_mode": env["mode"],
+        "conda_pytorch_env_dir": env["env_dir"],
+        "conda_pytorch_env_python": env["env_python"],
+    }
 
 
 def pytorch_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
@@ -481,7 +494,7 @@ TEMPLATES = [
             "roles/cuda/templates/cuda.sh.j2",
             "shell",
             reach=CUDA_SH,
-            internal=("cuda__stack",),
+            internal=("cuda__checks",),
             base=base,
             computed=cuda_sh_computed,
             expect=cuda_sh_expect,
@@ -516,7 +529,7 @@ TEMPLATES = [
             reach=CONDA_PYTORCH_SH,
             internal=("conda_pytorch_env_dir", "conda_pytorch_mode"),
             base=base,
-            derive=("conda_pytorch_mode", "conda_pytorch_env_dir", "conda_pytorch_env_python"),
+            computed=conda_environment,
             expect=pytorch_sh_expect,
         )
         for mode, base in (

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import role_inputs as role_inputs_module
@@ -16,7 +19,7 @@ import yaml
 from ansible.module_utils import role_inputs as ri
 from ansible.module_utils.testing import patch_module_args
 from conftest import REPO_ROOT
-from test_gpu_stack_check import run_on_controller_task
+from test_nvidia_smi_facts import ansible_bin
 
 ROLE = REPO_ROOT / "roles" / "jupyter"
 OPTIONS = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
@@ -169,37 +172,68 @@ def test_without_role_or_spec_it_says_it_needs_its_action_plugin(capsys):
     assert result["msg"].startswith("role_inputs runs through its action plugin")
 
 
-# --- action_plugins/role_inputs.py: the host checks site.yml's stage 1 made stand ---------
+# --- action_plugins/role_inputs.py: stage 1's check of the same values stands ------------
 
 JUPYTER_HOST_VALUES = {
-    "jupyter_service_name": "jupyter",
+    "jupyter_service_name": "kindling-unit-test-jupyter",
     "jupyter_user": "jupyter",
     "jupyter_home": "/var/lib/jupyter",
     "jupyter_notebook_dir": "/var/lib/jupyter/notebooks",
     "jupyter_token_file": "/etc/jupyter/token",
 }
+# SSH to port 9 on loopback is refused: a module run there makes the task unreachable.
+UNREACHABLE = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
 
 
 @pytest.mark.slow
-def test_the_host_checks_of_the_same_values_are_not_made_twice_in_a_run(tmp_path):
-    # The host refuses SSH (port 9 on loopback): a host check there makes the task
-    # unreachable. jupyter's inputs (those its host checks read) come from the inventory.
-    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
-    host = dict(unreachable, jupyter_ip="127.0.0.1", **JUPYTER_HOST_VALUES)
+def test_a_check_of_the_same_values_is_not_made_twice_in_a_run(tmp_path):
+    # Stage 1 checks on this machine and registers its result; the later checks are given
+    # it as reuse, on a host that refuses SSH: one that ran anything there is unreachable.
+    host = dict(
+        JUPYTER_HOST_VALUES,
+        jupyter_ip="127.0.0.1",
+        ansible_connection="local",
+        ansible_python_interpreter=sys.executable,
+    )
     args = {"role": "jupyter", "role_path": str(REPO_ROOT / "roles" / "jupyter")}
-    result = run_on_controller_task("role_inputs", args, tmp_path, host)
-    assert result.get("unreachable") is True, result  # no earlier check: the host is asked
-    earlier = {"role": "jupyter", "host_checked": JUPYTER_HOST_VALUES, "failed": False}
-    result = run_on_controller_task("role_inputs", dict(args, reuse=earlier), tmp_path, host)
-    assert not result.get("unreachable") and not result.get("failed"), result
-    assert result["host_reused"] is True
-    assert result["host_checked"] == JUPYTER_HOST_VALUES
-    assert result["msg"].endswith("the host's as earlier in this run")
-    # Another value, another role's check, or a failed one: the host is asked again.
-    for other in (
-        dict(earlier, host_checked=dict(JUPYTER_HOST_VALUES, jupyter_user="alice")),
-        dict(earlier, role="dcgm_exporter"),
-        dict(earlier, failed=True),
-    ):
-        result = run_on_controller_task("role_inputs", dict(args, reuse=other), tmp_path, host)
-        assert result.get("unreachable") is True, (other, result)
+    again = dict(args, reuse="{{ stage1 }}")
+    tasks = [
+        {"role_inputs": args, "register": "stage1"},
+        {"role_inputs": again, "vars": UNREACHABLE},
+        {"role_inputs": again, "vars": dict(UNREACHABLE, jupyter_user="alice")},
+        {"role_inputs": again, "vars": {"jupyter_port": 0}},
+    ]
+    for task in tasks[1:]:
+        task.update(ignore_unreachable=True, ignore_errors=True)
+    stage1, same, changed, bad = run_play(tasks, tmp_path, host)
+    assert not stage1.get("failed") and stage1["reused"] is False, stage1
+    assert not same.get("unreachable") and not same.get("failed"), same
+    assert same["reused"] is True and "checked in stage 1" in same["msg"]
+    assert same["effective"] == stage1["effective"]
+    assert changed.get("unreachable") is True, changed  # checked again, the host too
+    assert bad["failed"] is True
+    assert bad["problems"] == ["jupyter_port is 0: it must be from 1 to 65535 (a TCP port)"]
+
+
+def run_play(tasks, tmp_path, host_vars):
+    """ansible-playbook with ``tasks`` against an inventory host of its own: each task's
+    result."""
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"target": host_vars}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps([{"hosts": "target", "gather_facts": False, "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_NOCOLOR="1")
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "local")
+    proc = subprocess.run(
+        [ansible_bin("ansible-playbook"), "-i", str(inventory), str(playbook)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    text = proc.stdout
+    assert "{" in text, proc.stderr[-2000:]
+    data, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+    return [task["hosts"]["target"] for task in data["plays"][0]["tasks"]]

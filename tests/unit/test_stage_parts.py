@@ -1,15 +1,16 @@
-"""One stack, checked once: each GPU stage's `stack` entry point (tasks/stack.yml).
+"""One plan, read by every stage (issue 33): each GPU stage takes its part of the host's plan.
 
-The preflight runs every stage's entry point before any change; the stage's own preflight
-imports the same file, which passes the earlier result back to gpu_stack_check (reuse),
-so the stage gets the preflight's check unless an input changed. These tests hold the
-wiring to that; module_utils/stack_check.py's reuse is tested in test_gpu_stack_check.py,
-and a site.yml run in tests/reliability/test_check_mode.py shows it end to end.
+Stage 1 works out the plan once (gpu_preflight's entry point `plan`, module_utils/host_plan.py):
+the adopt-mode reads, the catalogue's answer for the whole stack and for each GPU stage's part.
+It refuses there what a stage would refuse; each stage takes its part (host_plan's `part`)
+before its first change and checks again only when this run changed the driver. There are
+no `stack` entry points and no gpu_stack_check tasks in the stages any more. These tests
+hold the wiring to that; module_utils/host_plan.py's decisions are tested in
+test_host_plan.py, and a site.yml run in tests/reliability/test_check_mode.py shows it end
+to end.
 """
 
 from __future__ import annotations
-
-import re
 
 import pytest
 import yaml
@@ -55,25 +56,55 @@ def module(t):
     )
 
 
-def test_the_preflight_runs_every_stages_entry_point_before_any_change():
+def all_role_tasks():
+    for path in sorted(ROLES.glob("*/tasks/*.yml")):
+        for t in flat(yaml.safe_load(path.read_text()) or []):
+            yield f"{path.parent.parent.name}/{path.name}", t
+
+
+def test_the_stack_entry_points_are_gone():
+    for role in STAGES:
+        assert not (ROLES / role / "tasks" / "stack.yml").exists(), role
+        specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+        assert "stack" not in specs["argument_specs"], role
+
+
+def test_stage_1_refuses_what_each_gpu_stage_would_refuse_before_any_change():
     stack = tasks("gpu_preflight", "stack.yml")
-    include = next(t for t in stack if "ansible.builtin.include_role" in t)
-    assert include["loop"] == list(STAGES)
-    args = include["ansible.builtin.include_role"]
-    assert args["tasks_from"] == "stack"
-    assert args["name"] == "{{ " + include["loop_control"]["loop_var"] + " }}"
-    # Its tasks keep the preflight's tags, so --tags preflight runs them too.
-    assert set(args["apply"]["tags"]) == {"gpu_preflight", "preflight"}
-    assert include["when"] == "gpu_preflight_check_stages | bool"
+    parts = next(t for t in stack if module(t) == "host_plan")
+    assert parts["loop"] == list(STAGES)
+    var = parts["loop_control"]["loop_var"]
+    assert parts["host_plan"] == {
+        "part": "{{ " + var + " }}",
+        "plan": "{{ gpu_preflight_host_plan }}",
+    }
+    assert parts["when"] == "gpu_preflight_check_stages | bool"
+    # And the whole stack's answer, from the plan, with or without a GPU (issue 34).
+    refuse = next(t for t in stack if module(t) == "ansible.builtin.fail")
+    assert refuse["ansible.builtin.fail"]["msg"] == "{{ gpu_preflight_host_plan.catalogue.msg }}"
+    assert refuse["when"] == [
+        "not gpu_preflight_host_plan.catalogue.ok",
+        "gpu_preflight_fail_on_incompatible | bool",
+    ]
 
 
 @pytest.mark.parametrize("role", STAGES)
-def test_each_stage_imports_its_entry_point_before_its_first_change(role):
+def test_each_stage_takes_its_part_before_its_first_change(role):
     preflight = tasks(role, "preflight.yml")
-    imports = [t for t in preflight if t.get("ansible.builtin.import_tasks") == "stack.yml"]
-    assert len(imports) == 1
-    before = preflight[: preflight.index(imports[0])]
-    # Only reads come first: variables, and the GPU read a stage alone needs.
+    takes = [t for t in preflight if module(t) == "host_plan"]
+    assert len(takes) == 1
+    take = takes[0]["host_plan"]
+    assert take["part"] == role and take["plan"] == "{{ gpu_preflight_host_plan }}"
+    if role == "nvidia_driver":
+        # The driver stage is judged with the driver the plan saw.
+        assert "driver_version" not in take
+    else:
+        # The later stages check again when the driver stage changed the driver.
+        assert take["driver_version"] == (
+            "{{ ansible_facts['nvidia_smi']['driver_version'] | default('', true) }}"
+        )
+    before = preflight[: preflight.index(takes[0])]
+    # Only reads come first: variables, and the plan a stage alone works out.
     assert {module(t) for t in before} <= {
         "ansible.builtin.include_tasks",
         "ansible.builtin.include_vars",
@@ -87,6 +118,19 @@ def test_each_stage_imports_its_entry_point_before_its_first_change(role):
             assert t["when"] == (
                 "gpu_preflight_host_plan is not defined or kindling_effective_inputs is not defined"
             )
+
+
+def test_the_stages_check_nothing_the_plan_has_checked():
+    """No stage runs gpu_stack_check, and the adopt-mode reads happen once, in the plan."""
+    found = [
+        where
+        for where, t in all_role_tasks()
+        if module(t) == "gpu_stack_check"
+        or module(t) == "python_interpreter_facts"
+        or (module(t) == "cuda_toolkit_state" and "adopt" in (t[module(t)] or {}))
+        or (module(t) == "torch_cuda_facts" and (t[module(t)] or {}).get("depth") == "build")
+    ]
+    assert found == []
 
 
 def _gpu_reads():
@@ -117,25 +161,28 @@ def test_the_gpus_are_detected_in_one_place():
         t for where, t in reads if module(t) == "nvidia_smi_facts" and where.endswith("detect.yml")
     ]
     assert len(detection) == 1 and detection[0]["nvidia_smi_facts"]["pci_facts"] is True
-    includes = {
-        where: t["ansible.builtin.include_role"]["tasks_from"]
+    includes = sorted(
+        (where, t["ansible.builtin.include_role"]["tasks_from"])
         for where, t in reads
         if module(t) == "ansible.builtin.include_role"
-    }
+    )
     # The stages include the plan entry point (which includes detect when this run has not
-    # read the GPUs); verify, run alone, only detect.
-    assert includes == {
-        "nvidia_driver/preflight.yml": "plan",
-        "cuda/preflight.yml": "plan",
-        "conda_pytorch/preflight.yml": "plan",
-        "conda_pytorch/verify.yml": "detect",
-    }
+    # read the GPUs); verify, run alone, the plan when this run has none, else detect.
+    assert includes == [
+        ("conda_pytorch/preflight.yml", "plan"),
+        ("conda_pytorch/verify.yml", "detect"),
+        ("conda_pytorch/verify.yml", "plan"),
+        ("cuda/preflight.yml", "plan"),
+        ("nvidia_driver/preflight.yml", "plan"),
+    ]
     plan = yaml.safe_load((ROLES / "gpu_preflight" / "tasks" / "plan.yml").read_text())
     assert plan[0]["ansible.builtin.include_tasks"] == "detect.yml"
     assert plan[0]["when"] == "not gpu_preflight_gpus_read | default(false)"
     for where, t in reads:
-        if module(t) == "ansible.builtin.include_role" and includes[where] == "detect":
-            assert t["when"] == "not gpu_preflight_gpus_read | default(false)", where
+        if module(t) == "ansible.builtin.include_role":
+            tasks_from = t["ansible.builtin.include_role"]["tasks_from"]
+            if tasks_from == "detect":
+                assert t["when"] == "not gpu_preflight_gpus_read | default(false)", where
     again = sorted(
         where
         for where, t in reads
@@ -149,69 +196,6 @@ def test_the_gpus_are_detected_in_one_place():
     for where, t in reads:
         if where.startswith("nvidia_driver/"):
             assert t.get("when"), f"{where} reads again only after a change"
-
-
-@pytest.mark.parametrize("role", STAGES)
-def test_each_entry_point_passes_its_own_earlier_result_back(role):
-    checks = [t for t in flat(tasks(role, "stack.yml")) if module(t) == "gpu_stack_check"]
-    assert len(checks) == 1
-    check = checks[0]
-    assert check["gpu_stack_check"]["reuse"] == "{{ " + check["register"] + " | default(omit) }}"
-
-
-@pytest.mark.parametrize("role", STAGES)
-def test_an_entry_point_only_reads(role):
-    allowed = {
-        "ansible.builtin.set_fact",
-        "ansible.builtin.assert",
-        "gpu_stack_check",
-        "torch_cuda_facts",
-        "cuda_toolkit_state",  # with adopt: reads only
-        "python_interpreter_facts",
-    }
-    assert {module(t) for t in flat(tasks(role, "stack.yml"))} <= allowed
-
-
-@pytest.mark.parametrize("role", STAGES)
-def test_an_entry_points_reads_are_made_once_per_run(role):
-    # A read in stack.yml is skipped when this run already read the same path, and what it
-    # read is kept under a name the skipped task does not overwrite.
-    stack = list(flat(tasks(role, "stack.yml")))
-    reads = [
-        t
-        for t in stack
-        if module(t) in {"torch_cuda_facts", "cuda_toolkit_state", "python_interpreter_facts"}
-    ]
-    assert reads, "nothing read"
-    for read in reads:
-        register = read["register"]
-        assert register.endswith("_read")
-        whens = read["when"] if isinstance(read["when"], list) else [read["when"]]
-        assert any("!=" in w for w in whens), f"{register}: read again every time"
-        keep = next(t for t in stack if t.get("when") == f"{register} is not skipped")
-        assert module(keep) == "ansible.builtin.set_fact"
-
-
-@pytest.mark.parametrize("role", STAGES)
-def test_the_entry_points_spec_matches_main_and_names_every_input_it_reads(role):
-    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
-    main = specs["argument_specs"]["main"]["options"]
-    entry = specs["argument_specs"]["stack"]["options"]
-    for name, option in entry.items():
-        assert name in main, name
-        for key in ("type", "choices", "elements"):
-            assert option.get(key) == main[name].get(key), f"{name}.{key}"
-    text = (ROLES / role / "tasks" / "stack.yml").read_text()
-    modules = {p.stem for p in (REPO_ROOT / "library").glob("*.py")}
-    read = (
-        set(re.findall(r"\b(" + role + r"_[a-z0-9_]+)\b", text))
-        - modules
-        - {n for n in re.findall(r"\b(" + role + r"__[a-z0-9_]+)\b", text)}
-    )
-    set_here = {
-        key for t in flat(yaml.safe_load(text)) for key in (t.get("ansible.builtin.set_fact") or {})
-    }
-    assert read - set_here <= set(entry), sorted(read - set_here - set(entry))
 
 
 def _includes(node):
