@@ -3,8 +3,8 @@
 The plan itself is decided here, on the controller (module_utils/host_plan.py). What it
 must read on the host is read first, each by its own module run, and only where an input
 asks for it (adopt mode): the torch the driver stage adopts by (torch_cuda_facts, depth
-build), the toolkit cuda_home holds (cuda_toolkit_state with adopt), and the interpreter
-that makes or is conda_pytorch's environment (python_interpreter_facts; none when the
+build), the toolkit cuda_home holds (cuda_toolkit_plan with adopt), and the interpreter
+that makes or is conda_pytorch's environment (python_interpreter_info; none when the
 torch read already ran the same interpreter).
 
 The inputs are every role's effective inputs as stage 1 checked them
@@ -106,8 +106,8 @@ class ActionModule(ControllerAnswer, ActionBase):
             inputs, gpus, str(params["facts"].get("architecture") or "")
         )
         if toolkit_args and "toolkit" not in reads:
-            reads["toolkit"] = self._read("cuda_toolkit_state", toolkit_args)
+            reads["toolkit"] = self._read("cuda_toolkit_plan", toolkit_args)
         interpreter_args = host_plan.interpreter_read_args(inputs, reads.get("torch"))
         if interpreter_args and "interpreter" not in reads:
-            reads["interpreter"] = self._read("python_interpreter_facts", interpreter_args)
+            reads["interpreter"] = self._read("python_interpreter_info", interpreter_args)
         return host_plan.answer(dict(params, inputs=inputs, reads=reads))

@@ -2,7 +2,7 @@
 left to read on the host.
 
 The decision (module_utils/driver_state.py reboot_plan) is pure; what it reads on the host,
-the role's changed.json and the boot id, nvidia_driver_state already read in the stage's
+the role's changed.json and the boot id, nvidia_driver_plan already read in the stage's
 preflight and passes as ``change_record``. Then the answer is computed here and no module
 runs on the host, which is most of a task's cost. Without ``change_record`` the module runs
 there and reads them itself.

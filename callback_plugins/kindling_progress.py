@@ -6,7 +6,7 @@ callback prints "FAILED - RETRYING: [host]: task (102 retries left)" at every po
 healthy run. This callback is the default one (it subclasses it: same options, same
 output) except for retries:
 
-- a poll of ``gpu_throughput_progress`` prints a progress line: the host, the mode
+- a poll of ``gpu_throughput_progress_info`` prints a progress line: the host, the mode
   running, the seconds elapsed and an estimate of those left
   (``module_utils/throughput_progress.py``'s ``host_line``);
 - with more than ``fleet_threshold`` hosts measuring (default 4) it prints one fleet line
@@ -26,7 +26,7 @@ name: kindling_progress
 type: stdout
 short_description: The default output, with the throughput check's progress at each poll
 description:
-  - Ansible's default stdout callback, except that a retry of C(gpu_throughput_progress)
+  - Ansible's default stdout callback, except that a retry of C(gpu_throughput_progress_info)
     prints the check's progress (host, mode running, seconds elapsed and left), one fleet
     line per poll above O(fleet_threshold) hosts, and no retry prints C(FAILED).
 extends_documentation_fragment:
@@ -61,8 +61,8 @@ from ansible.module_utils.throughput_progress import (  # noqa: E402
     FleetProgress,
 )
 
-PROGRESS_MODULES = ("gpu_throughput_progress",)
-START_MODULES = ("gpu_throughput",)
+PROGRESS_MODULES = ("gpu_throughput_progress_info",)
+START_MODULES = ("gpu_throughput_measure",)
 
 
 def _action(task) -> str:

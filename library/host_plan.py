@@ -28,8 +28,8 @@ description:
     leave, and the catalogue's answer for that).
   - The action plugin reads on the host only what an input asks for, each read once - the
     torch C(nvidia_driver_adopt_torch_python) names (torch_cuda_facts, depth build), the
-    toolkit C(cuda_home) holds with C(cuda_adopt_existing) (cuda_toolkit_state, adopt), the
-    interpreter that makes or is conda_pytorch's environment (python_interpreter_facts, unless
+    toolkit C(cuda_home) holds with C(cuda_adopt_existing) (cuda_toolkit_plan, adopt), the
+    interpreter that makes or is conda_pytorch's environment (python_interpreter_info, unless
     the torch read ran the same one).
   - With O(part), answers a stage's part of O(plan), checked again only when O(driver_version)
     (nvidia-smi's now) differs from the plan's, that is when the driver stage changed the

@@ -37,7 +37,7 @@ options:
     type: path
   change_record:
     description:
-      - The record and this boot's id as nvidia_driver_state read them (its C(state_dir)
+      - The record and this boot's id as nvidia_driver_plan read them (its C(state_dir)
         option, result C(change_record), keys C(record) and C(boot_id)). Given, nothing is
         read on the host, and the action plugin decides on the controller.
     type: dict

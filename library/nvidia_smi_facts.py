@@ -140,7 +140,7 @@ notes:
     a long-running host may have been overwritten.
 seealso:
   - module: torch_cuda_facts
-  - module: gpu_stack_check
+  - module: gpu_stack_plan
 """
 
 EXAMPLES = r"""

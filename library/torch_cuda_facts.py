@@ -86,7 +86,7 @@ options:
         C(torch/version.py), without importing torch (tens of milliseconds), and returns them
         as C(torch_build) (C(found), C(torch_version), C(built_cuda_version),
         C(python_version), C(error)); no fact is set. For a role that needs only the build.
-        The probe ran the interpreter, so the answer also says what python_interpreter_facts
+        The probe ran the interpreter, so the answer also says what python_interpreter_info
         would (RV(interpreter)).
     type: str
     choices: [full, build]
@@ -103,7 +103,7 @@ attributes:
     description: Sets C(ansible_facts.torch_cuda).
 seealso:
   - module: nvidia_smi_facts
-  - module: gpu_stack_check
+  - module: gpu_stack_plan
 """
 
 EXAMPLES = r"""
@@ -134,10 +134,10 @@ torch_build:
   type: dict
 interpreter:
   description:
-    - With O(depth=build), what python_interpreter_facts returns for O(python) (C(interpreter),
+    - With O(depth=build), what python_interpreter_info returns for O(python) (C(interpreter),
       C(exists), C(executable), C(version) as major.minor, C(error)), from the build probe's
       run (module_utils/python_interpreter.py C(ran)). Null when the probe could not run it;
-      python_interpreter_facts then gives the reason.
+      python_interpreter_info then gives the reason.
   returned: when depth is build
   type: dict
 ansible_facts:

@@ -2,7 +2,7 @@
 
 Provider-neutral where it can be: the inputs are the ``kindling_cloud_*`` variables, the
 facts come from a provider's data file (data/cloud_aws.yml for EC2), handed in as a dict.
-library/cloud_launch_plan.py and library/cloud_fleet_state.py reach these functions from
+library/cloud_launch_plan.py and library/cloud_fleet_plan.py reach these functions from
 the playbooks (playbooks/cloud_fleet.yml, playbooks/cloud_sweep.yml); tests/unit reaches
 them directly.
 

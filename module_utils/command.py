@@ -16,7 +16,7 @@ Every module and module_utils file that runs a program runs it through ``run`` (
   working.
 
 Not expressed here, by design: streaming output while the program runs. The one such use,
-library/gpu_throughput.py (a benchmark run for minutes, read by a sampling thread through
+library/gpu_throughput_measure.py (a benchmark run for minutes, read by a sampling thread through
 its own ``subprocess.Popen``), keeps its Popen; tests/unit/test_one_way.py lists it.
 
 Runs on target hosts: Python 3.8, standard library only.

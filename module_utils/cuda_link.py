@@ -1,5 +1,5 @@
 """How the cuda role points cuda_home at the selected toolkit, and which ld.so.conf.d
-entries it wrote for other versions: the cuda_link_state module.
+entries it wrote for other versions: the cuda_link_plan module.
 
 NVIDIA's toolkit packages register each toolkit as an alternative of the ``cuda`` link
 group (``update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-X.Y <prio>``).

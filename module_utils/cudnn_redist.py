@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 from ansible.module_utils.gpu_compat import _mm, parse_version, version_cmp
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 
-REDIST: Dict[str, Any] = CATALOGUE["cudnn_redist"]
+REDIST: Dict[str, Any] = CATALOGUE["cudnn_redist_info"]
 
 
 class RedistError(ValueError):

@@ -1,4 +1,4 @@
-"""NVIDIA's cuDNN archive unpacked and copied into a CUDA tree: the cudnn_tarball module.
+"""NVIDIA's cuDNN archive unpacked and copied into a CUDA tree: the cudnn_tarball_install module.
 
 The cuda role's tarball method is the seed's manual one: unpack NVIDIA's redist archive
 (``cudnn-linux-x86_64-<version>_cuda<major>-archive.tar.xz``, verified by get_url first)

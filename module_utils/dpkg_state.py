@@ -1,6 +1,6 @@
 """Is dpkg usable right now? Who holds its locks, and was its last run interrupted?
 
-Used by library/dpkg_ready.py before a role's first apt task. Everything that reads the
+Used by library/dpkg_prepare.py before a role's first apt task. Everything that reads the
 host takes its paths as arguments, so tests run it against a temporary directory.
 
 Two situations are common on rented cloud hosts and both make apt fail with a message that

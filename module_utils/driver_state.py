@@ -5,7 +5,7 @@ packages, the driver nvidia-smi reports) and the plan (the packages and version 
 that stack_plan.driver_packages returned, the branch, the adopt rules). The outcome:
 
 - ``install``: the wanted packages are missing, at another version, or a killed dpkg run
-  left a driver package unfinished (dpkg_ready finishes it, the install repairs it);
+  left a driver package unfinished (dpkg_prepare finishes it, the install repairs it);
 - ``present``: every wanted package is installed at the wanted version;
 - ``adopted``: a driver Kindling did not install works (nvidia-smi reports it) and meets
   the minimum: nothing is installed.
@@ -200,8 +200,8 @@ def decide(
     }
 
 
-# The nvidia_driver_verdict module's arguments; it runs on the controller
-# (action_plugins/nvidia_driver_verdict.py): the judgement reads nothing on the host.
+# The nvidia_driver_verdict_plan module's arguments; it runs on the controller
+# (action_plugins/nvidia_driver_verdict_plan.py): the judgement reads nothing on the host.
 VERDICT_SPEC: Dict[str, Any] = {
     "nvidia_smi": {"type": "dict", "required": True},
     "kernel_module": {"type": "dict", "required": True},
@@ -213,7 +213,7 @@ VERDICT_SPEC: Dict[str, Any] = {
 
 
 def verdict_for(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The nvidia_driver_verdict result for VERDICT_SPEC's validated params."""
+    """The nvidia_driver_verdict_plan result for VERDICT_SPEC's validated params."""
     return {
         "changed": False,
         "problem": verify_problem(
@@ -269,8 +269,8 @@ def verify_problem(
     return ""
 
 
-# What a working driver serves, checked after the stage by nvidia_driver_service_verdict,
-# which runs on the controller (action_plugins/nvidia_driver_service_verdict.py).
+# What a working driver serves, checked after the stage by nvidia_driver_service_verdict_plan,
+# which runs on the controller (action_plugins/nvidia_driver_service_verdict_plan.py).
 SERVICE_VERDICT_SPEC: Dict[str, Any] = {
     "nvidia_smi": {"type": "dict", "required": True},
     "persistence_expected": {"type": "bool", "default": False},
@@ -307,7 +307,7 @@ def service_verdict(
 ) -> Dict[str, Any]:
     """What a driver that works (verify_problem found nothing) serves, judged once:
     persistence mode on every GPU where the role started nvidia-persistenced
-    (``persistence_expected``), the fabric manager's check (nvidia_fabric_manager_state's
+    (``persistence_expected``), the fabric manager's check (nvidia_fabric_manager_plan's
     result, None or skipped where the host needs none) and CUDA's initialisation (the
     ``cuda_init`` fact, None where it was not read). Returns ``problems``, each one message
     in the order they were checked, and ``report``, the one line that describes the driver.
@@ -340,7 +340,7 @@ def service_verdict(
 
 
 def service_verdict_for(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The nvidia_driver_service_verdict result for SERVICE_VERDICT_SPEC's validated params."""
+    """The nvidia_driver_service_verdict_plan result for SERVICE_VERDICT_SPEC's validated params."""
     return dict(
         changed=False,
         **service_verdict(
@@ -427,7 +427,7 @@ def read_change_record(state_dir: str, boot_id_path: Optional[str] = None) -> Di
     """The role's record of a driver change (``<state_dir>/nvidia_driver/changed.json``,
     parsed, or None) and this boot's id: what reboot_plan needs from the host.
 
-    nvidia_driver_state reads it in the stage's preflight (``state_dir``); the record is
+    nvidia_driver_plan reads it in the stage's preflight (``state_dir``); the record is
     written again only when the stage changes packages, and then ``changed_now`` decides.
     """
     text = _read(os.path.join(state_dir, "nvidia_driver", "changed.json"))
@@ -444,7 +444,7 @@ def read_change_record(state_dir: str, boot_id_path: Optional[str] = None) -> Di
 def reboot_plan_for(params: Dict[str, Any]) -> Dict[str, Any]:
     """reboot_plan for REBOOT_PLAN_SPEC's validated ``params``.
 
-    With ``change_record`` (what nvidia_driver_state read) nothing is read, so the action
+    With ``change_record`` (what nvidia_driver_plan read) nothing is read, so the action
     plugin answers on the controller; with only ``state_dir`` the host is read here.
     """
     found = params.get("change_record")

@@ -1,6 +1,6 @@
 """Is a GPU busy with someone else's work? Decide before the measurement, watch during it.
 
-``library/gpu_throughput.py`` reads ``nvidia-smi -q -x`` (parsed by
+``library/gpu_throughput_measure.py`` reads ``nvidia-smi -q -x`` (parsed by
 ``module_utils/nvidia_smi.parse_xml``) before it starts the benchmark program and every few
 seconds while it runs. This file holds the decisions, as pure functions the tests drive
 with a fake reader and a fake clock:

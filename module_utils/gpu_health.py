@@ -11,7 +11,7 @@
   journald, syslog, ``dmesg`` and ``dmesg -T`` prefixes); ``xid_row`` classifies a code.
 * ``MEMORY_LIMITS``: the catalogue's ``memory_error_limits`` (retired pages, remapped rows).
 * Reports: ``report_codes`` turns ``health`` and ``health_notes`` into the rows that the
-  throughput report (roles/gpu_check, through the gpu_throughput module's ``health_codes``)
+  throughput report (roles/gpu_check, through the gpu_throughput_measure module's ``health_codes``)
   and the fleet report (tools/fleet_report.py) show next to their verdict: failing first,
   each with its severity and the registry's remediation; ``health_line`` says them in one
   line.

@@ -1,7 +1,7 @@
 """Reference ResNet-50 training throughput per GPU model and mode, and the judge.
 
-``library/gpu_throughput.py`` runs the program ``roles/gpu_check/files/kindling_bench/`` on a
-host and hands its JSON report to :func:`judge_report`. Each mode's measured images/s is
+``library/gpu_throughput_measure.py`` runs the program ``roles/gpu_check/files/kindling_bench/``
+on a host and hands its JSON report to :func:`judge_report`. Each mode's measured images/s is
 divided by the reference for (GPU model key, mode); the mode passes when the ratio
 reaches the tolerance (default 0.80). :func:`diagnose` turns ``ansible_facts.nvidia_smi``
 and ``ansible_facts.torch_cuda`` into the likely causes of a slow mode.
@@ -1575,7 +1575,7 @@ def diagnose_causes(
 ) -> List[Dict[str, Any]]:
     """Structured causes (:func:`cause`), another process first.
 
-    The GPUs the busy-GPU policy left out (``busy``, the gpu_throughput module's decision)
+    The GPUs the busy-GPU policy left out (``busy``, the gpu_throughput_measure module's decision)
     come first whether or not a mode failed. For failing modes, then: each measured GPU's
     other processes, seen during the measurement (``contention``), at its start (``busy``)
     or in the facts; then the hardware (PCIe link, each clock-event reason, a lowered

@@ -220,7 +220,7 @@ def torch_read_args(inputs: Mapping[str, Any], gpus: List[Any]) -> Optional[Dict
 def toolkit_read_args(
     inputs: Mapping[str, Any], gpus: List[Any], machine: str
 ) -> Optional[Dict[str, Any]]:
-    """cuda_toolkit_state's arguments for the cuda stage's adopt read, or None: which
+    """cuda_toolkit_plan's arguments for the cuda stage's adopt read, or None: which
     release the toolkit at cuda_home is, and what the stage's plan of it needs."""
     if not _bool(inputs.get("cuda_adopt_existing")) or not stage_runs("cuda", inputs, gpus):
         return None
@@ -274,7 +274,7 @@ def environment(inputs: Mapping[str, Any]) -> Dict[str, str]:
 def interpreter_read_args(
     inputs: Mapping[str, Any], torch_read: Optional[Mapping[str, Any]]
 ) -> Optional[Dict[str, Any]]:
-    """python_interpreter_facts' arguments for conda_pytorch's interpreter, or None: none to
+    """python_interpreter_info' arguments for conda_pytorch's interpreter, or None: none to
     read, or the driver stage's torch read ran the same interpreter in this run."""
     path = environment(inputs)["base_python"]
     if not path or _interpreter_from_torch_read(path, torch_read) is not None:

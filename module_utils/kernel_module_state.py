@@ -180,7 +180,7 @@ def read(module: Any, in_container: bool = False, name: str = "nvidia") -> Dict[
     /proc/driver/nvidia/version and the running kernel's build directory.
 
     ``module`` is the AnsibleModule (its get_bin_path); nvidia_kernel_module_facts
-    and nvidia_driver_state (``kernel_module_facts``) both read through here.
+    and nvidia_driver_plan (``kernel_module_facts``) both read through here.
     """
     kernel = os.uname().release
     dkms_text = ""

@@ -10,7 +10,7 @@ AnsibleModule's own file-attribute code. Check mode reports, writes nothing.
 
 A role that has already read the files in an earlier module run of the same stage (its
 state module describes them with ``describe``) passes that read as ``current``; the
-controller side (action_plugins/managed_files.py) then compares with ``pending`` and runs
+controller side (action_plugins/managed_files_write.py) then compares with ``pending`` and runs
 nothing on the host when every file already has its bytes, owner, group and mode.
 """
 
@@ -145,7 +145,7 @@ def _current(path: str) -> Optional[bytes]:
 def _replace(module: Any, path: str, data: bytes) -> None:
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
-        module.fail_json(msg=f"managed_files: {directory} does not exist (writing {path})")
+        module.fail_json(msg=f"managed_files_write: {directory} does not exist (writing {path})")
     # The file's mode, owner and group are kept (a new one gets the umask's); write()
     # then sets the asked ones with AnsibleModule's attribute code.
     write_atomic(path, data, prefix=".managed_files.")

@@ -1,4 +1,4 @@
-"""Where nouveau stands on a host, in one read: the nouveau role's nouveau_state module.
+"""Where nouveau stands on a host, in one read: the nouveau role's nouveau_info module.
 
 The nouveau stage needs four facts of the host, and reads them in one module run:
 

@@ -1,6 +1,6 @@
 """Every role variable's shape and each role's input rules, checked before any change.
 
-The ``role_inputs`` module (library/role_inputs.py, with its controller-side action in
+The ``role_inputs_plan`` module (library/role_inputs_plan.py, with its controller-side action in
 action_plugins/) runs ``check_role`` once per role in stage 1 of site.yml, for every
 host, with the effective values (the user's, or the role's defaults), and again as the
 first step of the role itself, so a stage playbook run alone is checked too (where the
@@ -52,7 +52,7 @@ from ansible.module_utils.input_types import (
 
 Finding = Tuple[str, str]  # (variable, message)
 
-# The role_inputs module's arguments (library/role_inputs.py documents them); its action
+# The role_inputs_plan module's arguments (library/role_inputs_plan.py documents them); its action
 # plugin validates a task's against the same spec.
 ARGUMENT_SPEC: Dict[str, Any] = {
     "role": {"type": "str"},

@@ -1,4 +1,4 @@
-"""One signed apt repository: the decisions of library/apt_signed_repository.py.
+"""One signed apt repository: the decisions of library/apt_repository_trust.py.
 
 Every role that trusts a vendor's apt repository (nvidia_driver and cuda: NVIDIA's CUDA
 repository; dcgm_exporter: Docker's and the NVIDIA Container Toolkit's) does the same five

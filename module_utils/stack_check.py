@@ -1,8 +1,8 @@
-"""The planned GPU stack, checked: the body of the gpu_stack_check module.
+"""The planned GPU stack, checked: the body of the gpu_stack_plan module.
 
 Pure: everything it reads is in its arguments and the vendor catalogue, nothing on a host.
-So action_plugins/gpu_stack_check.py runs it on the controller (no module run on the
-host, whose cost is most of a no-op re-run), and library/gpu_stack_check.py, the same
+So action_plugins/gpu_stack_plan.py runs it on the controller (no module run on the
+host, whose cost is most of a no-op re-run), and library/gpu_stack_plan.py, the same
 function behind AnsibleModule, keeps the documentation and runs it where the action
 plugin is not loaded.
 """

@@ -1,13 +1,13 @@
 """What the throughput program is doing now, in one line, from its --progress files.
 
-``gpu_throughput.py --progress FILE`` rewrites FILE at every step (phase, the step
+``gpu_throughput_measure.py --progress FILE`` rewrites FILE at every step (phase, the step
 running now, the steps done with their img/s, elapsed seconds); on a host with several
 GPUs each GPU's process writes ``FILE.gpuN`` while the parent's FILE says "every GPU".
 :func:`line` turns them into one line; :func:`snapshot` into the numbers a progress line
 carries (the mode running, elapsed seconds, an estimate of what is left).
 
 On the controller, :func:`host_line` and :class:`FleetProgress` turn the
-gpu_throughput_progress results into what a person watching the play reads: one line
+gpu_throughput_progress_info results into what a person watching the play reads: one line
 per host and poll, or, with more than ``FLEET_THRESHOLD`` hosts, one fleet line per poll
 (the callback_plugins/kindling_progress.py stdout callback and tools/fleet_report.py
 both use them). Python 3.8, standard library only.
@@ -252,7 +252,7 @@ def _left(result: Dict[str, Any]) -> str:
 
 
 def host_line(host: str, result: Dict[str, Any]) -> str:
-    """One host's progress line from its gpu_throughput_progress result, e.g.
+    """One host's progress line from its gpu_throughput_progress_info result, e.g.
     ``gpu check [gpu1]: amp_fp16_cl running, 42 s elapsed, about 20 s left (2 of 3
     modes done; lowest so far: fp32 1,061 img/s)``."""
     text = (
@@ -276,7 +276,7 @@ def host_line(host: str, result: Dict[str, Any]) -> str:
 class FleetProgress:
     """The throughput check's progress over a fleet, from its poll results.
 
-    :meth:`started` counts a host whose measurement began (the async gpu_throughput
+    :meth:`started` counts a host whose measurement began (the async gpu_throughput_measure
     task); :meth:`polled` takes each poll's result and :meth:`finished` the last one.
     Each returns the line to print, or None. Up to ``threshold`` hosts, every poll gives
     its host's line (:func:`host_line`). Above it, one fleet line per poll: the first

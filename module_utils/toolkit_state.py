@@ -1,6 +1,6 @@
-"""Where the CUDA role's toolkits stand, and what it installs: the cuda_toolkit_state module.
+"""Where the CUDA role's toolkits stand, and what it installs: the cuda_toolkit_plan module.
 
-The cuda role checks each wanted toolkit with gpu_stack_check (module_utils/stack_plan.py),
+The cuda role checks each wanted toolkit with gpu_stack_plan (module_utils/stack_plan.py),
 which names its packages. This module then decides, from that plan and each toolkit's
 ``nvcc --version``:
 
@@ -11,7 +11,7 @@ which names its packages. This module then decides, from that plan and each tool
 - each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN header
   that verify reads.
 
-It also reads versions for the cuda_version_facts module (verify) and adopt mode: which
+It also reads versions for the cuda_version_info module (verify) and adopt mode: which
 release an nvcc reports (``nvcc_release``, the one parser of ``nvcc --version``) and which
 version a cuDNN header defines (``cudnn_header_version``).
 
@@ -160,7 +160,7 @@ def plan(
     cudnn: Mapping[str, Any],
     machine: str,
 ) -> Dict[str, Any]:
-    """The role's plan from gpu_stack_check's results (``stack``: ``{item, packages}`` per
+    """The role's plan from gpu_stack_plan's results (``stack``: ``{item, packages}`` per
     toolkit, the default toolkit first) and each toolkit's nvcc answer (``nvcc``: version ->
     ``{rc, stdout}``). ``cudnn``: ``{install, method, version}``."""
     if not versions:
@@ -168,7 +168,7 @@ def plan(
     by_version = {str(r.get("item")): r for r in stack}
     missing_plan = [v for v in versions if v not in by_version]
     if missing_plan:
-        raise ValueError(f"gpu_stack_check gave no plan for CUDA {', '.join(missing_plan)}")
+        raise ValueError(f"gpu_stack_plan gave no plan for CUDA {', '.join(missing_plan)}")
     paths: Dict[str, str] = {}
     packages: Dict[str, str] = {}
     present: List[str] = []
@@ -214,7 +214,7 @@ def plan(
 # the configure step writes) and answers from that read. In adopt mode the cuda stage's
 # stack entry point reads it first, in the preflight (``adopt``: which release the toolkit
 # at cuda_home is, and the same read for that release); the stage's own call then answers
-# from that read on the controller (action_plugins/cuda_toolkit_state.py) when it covers
+# from that read on the controller (action_plugins/cuda_toolkit_plan.py) when it covers
 # every argument. Only this role installs toolkits, writes those files and selects
 # cuda_home, so the read stands until the role changes something.
 
@@ -233,7 +233,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "files": {"type": "list", "elements": "path", "default": []},
     "read": {"type": "dict"},
 }
-# A plan needs the toolkits and gpu_stack_check's results; an adopt read needs neither.
+# A plan needs the toolkits and gpu_stack_plan's results; an adopt read needs neither.
 MUTUALLY_EXCLUSIVE = [("adopt", "versions"), ("adopt", "stack"), ("adopt", "read")]
 REQUIRED_BY = {"versions": ("stack",), "stack": ("versions",)}
 REQUIRED_ONE_OF = [("adopt", "versions")]
@@ -349,7 +349,7 @@ def answer(params: Mapping[str, Any], read: Mapping[str, Any]) -> Optional[Dict[
 def adopt_reads(home: str, params: Mapping[str, Any], release: Optional[str]) -> Dict[str, Any]:
     """In adopt mode, what the stage's plan will need read once the toolkit at ``home``
     named its ``release`` (None: nothing to adopt, nothing more to read): its nvcc where
-    NVIDIA's toolkits are (the distribution's path comes from gpu_stack_check, which runs
+    NVIDIA's toolkits are (the distribution's path comes from gpu_stack_plan, which runs
     after this read: that plan reads for itself), how cuda_home selects it and the files."""
     paths = [f"{home.rstrip('/')}/bin/nvcc"]
     if not release:

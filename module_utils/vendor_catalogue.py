@@ -1980,7 +1980,7 @@ CATALOGUE = json.loads(
   ],
   "source": "canonical/nvidia-graphics-drivers debian/templates/nvidia-compute-utils-flavour.nvidia-persistenced.service.in @9c04f0b1 and branch 580 @3b788073 (ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose); nvidia-persistenced(1): persistence mode is on by default unless --no-persistence-mode; NVIDIA/ansible-role-nvidia-driver @f68d4a70 defaults/main.yml (cuda-drivers-{{branch}} on Ubuntu) and files/nvidia-persistenced-override.conf (ExecStart without --no-persistence-mode)"
  },
- "cudnn_redist": {
+ "cudnn_redist_info": {
   "manifest_base_url": "https://developer.download.nvidia.com/compute/cudnn/redist/",
   "first_manifest": "8.5.0",
   "platforms": {
@@ -2973,7 +2973,7 @@ CATALOGUE = json.loads(
   "tolerance": 0.8,
   "harnesses": {
    "seed": "seed 001 section 7",
-   "kindling": "Kindling's gpu_throughput.py",
+   "kindling": "Kindling's gpu_throughput_measure.py",
    "lambda": "Lambda deeplearning-benchmark",
    "dle": "NVIDIA DeepLearningExamples"
   },
@@ -3173,7 +3173,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "FP32, TF32 off (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3182,7 +3182,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "TF32 (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3191,7 +3191,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP fp16, NCHW, the seed recipe (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3200,7 +3200,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP bf16, NCHW (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3209,7 +3209,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP fp16, channels_last (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3218,7 +3218,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP bf16, channels_last (quick profile, 2026-12-05)",
-    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
+    "source": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)"
    },
    {
     "gpu": "h100-sxm",
@@ -3299,7 +3299,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "FP32, TF32 off",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3308,7 +3308,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "TF32",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3326,7 +3326,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP fp16, NCHW (the seed recipe)",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3344,7 +3344,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP bf16, NCHW",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3353,7 +3353,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP bf16, channels_last",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3362,7 +3362,7 @@ CATALOGUE = json.loads(
     "batch": 256,
     "harness": "kindling",
     "note": "AMP fp16, channels_last",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3371,7 +3371,7 @@ CATALOGUE = json.loads(
     "batch": 512,
     "harness": "kindling",
     "note": "AMP fp16, channels_last, torch.compile default mode, step in a CUDA graph (41 s compile)",
-    "source": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput_measure.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)"
    },
    {
     "gpu": "h200",
@@ -3380,7 +3380,7 @@ CATALOGUE = json.loads(
     "batch": 384,
     "harness": "kindling",
     "note": "AMP fp16, channels_last, torch.compile default mode, step in a CUDA graph (58 s compile)",
-    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
+    "source": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)"
    },
    {
     "gpu": "b200",
@@ -3839,13 +3839,13 @@ CATALOGUE = json.loads(
   "smi_nvlink_status": "nvidia-smi nvlink --status / -s as printed: bottlerocket-os/bottlerocket PR 4418 ('GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)' then 'Link 0: 26.562 GB/s' .. 'Link 17'); Azure/azhpc-diagnostics issue 73 ('Link 3: <inactive>' on a Tesla V100-SXM2-32GB); leptonai/gpud @4a8de33a components/accelerator/nvidia/nvlink/ evaluate_threshold.go and Azure/azurehpc-health-checks PR 132 ('Unable to retrieve NVLink information as all links are inActive'); canonical/checkbox PR 431 and the project's H200 (no output, exit status 0, on a host without NVLink: tests/fixtures/captures/h200-fabric, 2026-12-01)",
   "fm_version_text": "nv-fabricmanager --version prints 'Fabric Manager version is : 450.102.04' (a user's install notes on public GitHub, found by text search; the same line, with 535.161.08 and 580.159.03, in two health tools' parser tests); third-party only, so the parser takes the first dotted version in the output",
   "seed_001": "seed 001 section 7 (shared/seeds: the A100 40G table: single-GPU FP32 batch 256 380 img/s, AMP batch 512 720 img/s, 4-GPU DDP AMP 2,800 img/s)",
-  "kindling_h200": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)",
-  "kindling_h200_20261202": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)",
+  "kindling_h200": "Kindling H200 measurements 2026-11-29: this project's gpu_throughput_measure.py, full profile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-11-29/full-1xh200.json)",
+  "kindling_h200_20261202": "Kindling H200 measurements 2026-12-02: this project's gpu_throughput_measure.py, full profile with --sweep batch=384,512,768 --sweep-modes compile, torch 2.11.0+cu130, driver 580.159.04, fused SGD, synthetic data (docs/benchmarks/2026-12-02b/full-1xh200.json)",
   "dle_resnet50": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md, 'Training performance' @729963dd, 'Training performance: NVIDIA DGX A100 (8x A100 80GB)' and '... DGX-1 16GB (8x V100 16GB)', the 1-GPU row ('Our results were obtained by running the applicable training script in the pytorch-21.03 NGC container'; launch.py --mode benchmark_training); collected in shared/notes/PERF_REFERENCES.md",
   "lambda_v1": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, resnet50 column, single-GPU rows; batch sizes from pytorch/pytorch-train-bs-fp16/fp32.csv and the raw logs (pytorch/results/<gpu>_v1/PyTorch_resnet50_{AMP,FP32}/). Software: NGC pytorch:22.09/22.10-py3 (PyTorch 1.13.0a0, CUDA 11.8), NVIDIA's ConvNets main.py in Lambda's fork, synthetic data, NCHW; its 'FP32' runs use TF32 convolutions on Ampere and newer (PyTorch's cuDNN default)",
   "lambda_a100_sxm4_40gb": "lambdal/deeplearning-benchmark @aa5addb6, raw logs pytorch/results/A100_40GB_SXM4_v1/PyTorch_resnet50_AMP/ 19-11-2022_06-58-19.txt (train.total_ips 1454.74, batch 720) and .../PyTorch_resnet50_FP32/ 19-11-2022_07-32-43.txt (928.02, batch 360); the row is left out of Lambda's CSV. Software as lambda_v1",
   "lambda_v2": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/pytorch-train-throughput-v2-fp16.csv and -fp32.csv (rows LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2, LambdaOD_test_1xB200_192GB_..._v2) and the 'pytorch_24.03' rows of pytorch/csv_v1_v2/*.csv (H100); batch sizes from pytorch/scripts/config_v2/config_pytorch_*.sh. Software: NGC pytorch 24.x containers, the same ConvNets main.py, synthetic data, NCHW",
-  "kindling_h100_20261205": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)",
+  "kindling_h100_20261205": "Kindling H100 measurements 2026-12-05 19:45 UTC: this project's gpu_throughput_measure.py 1.0.0, quick profile (--profile quick --modes fp32,tf32,amp_fp16,amp_bf16,amp_fp16_cl,amp_bf16_cl --probes h2d,matmul; batch 256, 5 warm-up steps, 3 windows of 5 steps, fused SGD, synthetic data) on the device tool's NVIDIA H100 80GB HBM3, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0, Python 3.12.3 (docs/gpu-runs/2026-12-05/h100-modes.json; docs/GPU_RUNS.md)",
   "lambda_gh200": "lambdal/deeplearning-benchmark @aa5addb6, pytorch/csv_v1_v2/pytorch-train-throughput-fp16.csv and -fp32.csv, row 'LambdaCloud 1x GH200 96GB' (resnet50 2844 and 2063), batch sizes 1360 and 720 from pytorch-train-bs-fp16/fp32.csv; no raw logs in the repository, so the container is not stated (the same ConvNets main.py, synthetic data, NCHW; 'FP32' with TF32 on)",
   "secondary_a10g": "GoogleCloudPlatform/professional-services tools/instance_mapper/cmd/instance_mapper/gpu-mapping.yaml ('\"A10G\" ... # Tesla GA102 Ampere 12GB 31.52 31.52 0.98', the FP16/FP32/FP64 non-tensor TFLOP/s columns, 'collected from various online sources'; its 12GB is wrong for the 24 GB A10G, so only the FP32 figure is read); no source gives the A10G's tensor rates",
   "secondary_gh200": "pc2/GPUInspector.jl issue #27 (a GH200's theoretical peak computed from its SMs and clock: 'Float32 ... max: 66.9' TFLOP/s without tensor cores); no source read gives its tensor rates or HBM bandwidth",

@@ -34,7 +34,7 @@ for extra in (REPO_ROOT / "library",):
 def _fresh_module_warnings():
     """Modules run in-process keep warnings in a global; start every test without them.
 
-    Otherwise a warning one module raised (gpu_throughput's fail_on_slow=false, say)
+    Otherwise a warning one module raised (gpu_throughput_measure's fail_on_slow=false, say)
     shows up in the next module's result in the same pytest process.
     """
     from ansible.module_utils import _internal

@@ -34,7 +34,7 @@ Health codes are the nvidia_smi facts' ``health`` (failing) and ``health_notes``
 (informational) findings, as ``module_utils/gpu_health.py``'s ``report_codes`` rows
 ``{code, gpu, where, severity, message, remediation}``, failing first; every code is
 explained in docs/HEALTH_CODES.md. They come from the host's nvidia_smi_facts result
-(also a failed one: a lost GPU's Xid 79 is still reported), else from the gpu_throughput
+(also a failed one: a lost GPU's Xid 79 is still reported), else from the gpu_throughput_measure
 result's ``health_codes``.
 
 The fleet is also its own baseline (``module_utils/peer_baseline.py``): every mode of
@@ -96,11 +96,11 @@ from ansible.module_utils.throughput_progress import (  # noqa: E402
 
 HEALTH_DOC = "docs/HEALTH_CODES.md"
 FACT_TASKS = ("nvidia_smi_facts", "torch_cuda_facts")
-# The throughput result: the gpu_throughput module's, which the gpu_check role runs as an
+# The throughput result: the gpu_throughput_measure module's, which the gpu_check role runs as an
 # async job and collects with async_status (the async start itself carries no result).
-THROUGHPUT_ACTIONS = ("gpu_throughput", "async_status")
+THROUGHPUT_ACTIONS = ("gpu_throughput_measure", "async_status")
 # The check's poll, whose retries carry its progress (printed while the play runs).
-PROGRESS_ACTIONS = ("gpu_throughput_progress",)
+PROGRESS_ACTIONS = ("gpu_throughput_progress_info",)
 
 
 def _action(event_data: Dict[str, Any]) -> str:
@@ -213,7 +213,7 @@ def collect(
 
 def measurements(hosts: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Every host's judged modes as peer_baseline measurements: one per GPU where the
-    host measured every GPU (the gpu_throughput module's ``gpus``), else one per host."""
+    host measured every GPU (the gpu_throughput_measure module's ``gpus``), else one per host."""
     out = []
     for name in sorted(hosts):
         tp = hosts[name]["throughput"] or {}
@@ -1152,7 +1152,7 @@ class ProgressPrinter:
     """ansible-runner's event handler: while the play runs, print what a person needs.
 
     The throughput check's progress comes from its poll events (``runner_retry`` of
-    gpu_throughput_progress) through module_utils/throughput_progress.py's
+    gpu_throughput_progress_info) through module_utils/throughput_progress.py's
     ``FleetProgress``, the lines the kindling_progress stdout callback prints under
     ansible-playbook: per host, or one fleet line per poll above ``threshold`` hosts.
     Besides: each play's name, and each host that fails or is unreachable, when it
@@ -1174,13 +1174,13 @@ class ProgressPrinter:
         res = data.get("res") or {}
         if kind == "playbook_on_play_start":
             self._print(f"play {data.get('play') or data.get('name') or ''}".rstrip())
-        elif kind == "playbook_on_task_start" and action == "gpu_throughput":
+        elif kind == "playbook_on_task_start" and action == "gpu_throughput_measure":
             self.progress = FleetProgress(self.threshold)
         elif kind == "runner_on_unreachable" and host:
             self._print(f"{host} unreachable: {res.get('msg', '')}".rstrip())
         elif kind == "runner_on_failed" and host and not data.get("ignore_errors"):
             self._print(f"{host} failed at {data.get('task', action)}: {res.get('msg', '')}")
-        elif kind == "runner_on_ok" and host and action == "gpu_throughput":
+        elif kind == "runner_on_ok" and host and action == "gpu_throughput_measure":
             self.progress.started(host)
         elif kind == "runner_retry" and host and action in PROGRESS_ACTIONS:
             text = self.progress.polled(host, res)

@@ -2591,8 +2591,8 @@ def index_page(info: dict) -> str:
         for repo_id, entry in info["apt_repositories"].items()
     ]
     entries += [
-        ("cuDNN redist manifest stand-in", info["cudnn_tarball"]["manifest"]),
-        ("cuDNN redistributable tarball stand-in", info["cudnn_tarball"]["path"]),
+        ("cuDNN redist manifest stand-in", info["cudnn_tarball_install"]["manifest"]),
+        ("cuDNN redistributable tarball stand-in", info["cudnn_tarball_install"]["path"]),
         ("PyTorch CPU wheel index stand-in (PEP 503)", WHEEL_INDEX_PATH + "/"),
         ("Test signing keys", "keys/"),
         ("What is served (JSON)", "fixtures.json"),
@@ -2779,7 +2779,7 @@ def build(out: Path, torch_wheel: Path, wheel_cache: Path, keys: dict, jobs: int
             "keys": exported["info"],
             "apt_repository": primary,
             "apt_repositories": repositories,
-            "cudnn_tarball": {
+            "cudnn_tarball_install": {
                 "stands_in_for": (
                     f"https://developer.download.nvidia.com/{CUDNN_REDIST_ROOT}/"
                     f"{tarball['relative_path']}"

@@ -6,7 +6,7 @@ The logic behind tests/registry/test_python_pins.py, in three parts:
    - the pins: the packages the conda_pytorch role installs, as its preflight's
      ``torch_env_plan`` task decides them (module_utils/torch_env_plan.py's ``wanted``: torch,
      torchvision, torchaudio with their ``*_version`` variables and install flags), and every
-     ``python_package_pins`` task of a role (jupyter: jupyterlab, ipykernel), whose empty pin
+     ``python_package_pins_plan`` task of a role (jupyter: jupyterlab, ipykernel), whose empty pin
      is derived from the vendor catalogue with ``stack_plan.python_package_pin``;
    - the settings: the roles' defaults, each inventory's group and host variables and each
      Molecule scenario's inventory, merged over the defaults;
@@ -902,7 +902,7 @@ def _version_variables(repo_root: Path = REPO_ROOT) -> Dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class PinTask:
-    """A ``python_package_pins`` task of a role: a package, its variable, its interpreter."""
+    """A ``python_package_pins_plan`` task of a role: a package, its variable, its interpreter."""
 
     role: str
     project: str
@@ -917,9 +917,9 @@ def python_package_pin_tasks(repo_root: Path = REPO_ROOT) -> Tuple[PinTask, ...]
     out = []
     for path in sorted((repo_root / "roles").glob("*/tasks/*.yml")):
         for task in _yaml(path) or []:
-            if not isinstance(task, dict) or "python_package_pins" not in task:
+            if not isinstance(task, dict) or "python_package_pins_plan" not in task:
                 continue
-            args = task["python_package_pins"]
+            args = task["python_package_pins_plan"]
             when = task.get("when")
             if isinstance(when, list):
                 when = " and ".join(f"({w})" for w in when)

@@ -8,7 +8,7 @@ What is checked (enumerated by pypi_pins.project_cases() from the project's own 
   (conda_pytorch_python_version) and the venv backend (the OS's python3). Each package the
   roles would install there is a case: torch/torchvision/torchaudio as the torch_env_plan
   module (module_utils/torch_env_plan.py) decides them, jupyterlab and ipykernel as the
-  jupyter role's python_package_pins tasks pick them (stack_plan.python_package_pin for an
+  jupyter role's python_package_pins_plan tasks pick them (stack_plan.python_package_pin for an
   empty pin), each for the interpreter it goes into;
 - explicit pins: each pin variable a defaults file, inventory or scenario sets, on that
   file's Python, whether or not an install flag is on (conda_pytorch_torchaudio_version);

@@ -40,7 +40,7 @@ def test_site_check_mode_on_a_fresh_host_reports_and_changes_nothing(
         "TASK [nvidia_driver : Trust NVIDIA's CUDA repository with its pinned key only, "
         "tried in a scratch apt first] " in output
     )
-    # --diff shows the deb822 source it would write (apt_signed_repository's diff).
+    # --diff shows the deb822 source it would write (apt_repository_trust's diff).
     assert "/etc/apt/sources.list.d/cuda-debian12-x86_64.sources" in output
     assert "Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg" in output
     assert "TASK [conda_pytorch :" in output and "TASK [jupyter :" in output

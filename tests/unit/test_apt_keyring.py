@@ -1,4 +1,4 @@
-"""module_utils/apt_keyring.py and library/apt_keyring_key.py: a key out of apt's legacy
+"""module_utils/apt_keyring.py and library/apt_key_remove.py: a key out of apt's legacy
 keyring without apt-key.
 
 The keyrings are real: keys gpg makes, imported into a legacy keyring the way apt-key add
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-import apt_keyring_key
+import apt_key_remove
 import pytest
 import yaml
 from ansible.module_utils.apt_keyring import keys, normalize_id, without
@@ -163,13 +163,13 @@ def test_an_empty_keyring_holds_no_key_and_a_keybox_is_refused(made, tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# library/apt_keyring_key.py
+# library/apt_key_remove.py
 # ---------------------------------------------------------------------------
 
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        apt_keyring_key.main()
+        apt_key_remove.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -259,7 +259,7 @@ def test_the_result_is_apt_key_dels(made, tmp_path, capsys, which):
 
 def _task():
     tasks = yaml.safe_load((REPO_ROOT / "roles/nvidia_driver/tasks/repository.yml").read_text())
-    (task,) = [t for t in tasks if "apt_keyring_key" in t]
+    (task,) = [t for t in tasks if "apt_key_remove" in t]
     return task
 
 
@@ -272,7 +272,7 @@ def _retired() -> list:
 
 def test_the_role_removes_nvidias_retired_key_by_its_fingerprint():
     task = _task()
-    args = task["apt_keyring_key"]
+    args = task["apt_key_remove"]
     assert args["keyring"] == "/etc/apt/trusted.gpg" and args["state"] == "absent"
     assert args["id"] == "{{ item }}"
     assert task["loop"] == "{{ nvidia_driver__plan.repository.cuda.retired_key_fingerprints }}"
@@ -284,7 +284,7 @@ def test_the_role_removes_nvidias_retired_key_by_its_fingerprint():
 def test_the_roles_task_leaves_other_keys_alone(made, tmp_path, capsys):
     ring = tmp_path / "trusted.gpg"
     ring.write_bytes(made["ring"])
-    args = {**_task()["apt_keyring_key"], "keyring": str(ring), "id": _retired()[0]}
+    args = {**_task()["apt_key_remove"], "keyring": str(ring), "id": _retired()[0]}
     failed, result = run_module(args, capsys)
     assert not failed and result["changed"] is False and result["keys_left"] == 3
     assert ring.read_bytes() == made["ring"]
@@ -293,9 +293,9 @@ def test_the_roles_task_leaves_other_keys_alone(made, tmp_path, capsys):
 def _run_role_tasks(tmp_path, ring, key_id, check):
     """The role's key task (this keyring, this key) and the fact it feeds, in a real run."""
     tasks = yaml.safe_load((REPO_ROOT / "roles/nvidia_driver/tasks/repository.yml").read_text())
-    (remove,) = [t for t in tasks if "apt_keyring_key" in t]
+    (remove,) = [t for t in tasks if "apt_key_remove" in t]
     (record,) = [t for t in tasks if t.get("name") == "Record whether the repository changed"]
-    remove["apt_keyring_key"] = {**remove["apt_keyring_key"], "keyring": str(ring)}
+    remove["apt_key_remove"] = {**remove["apt_key_remove"], "keyring": str(ring)}
     remove["loop"] = [key_id]
     keep = {
         "name": "Keep the fact",

@@ -1,4 +1,4 @@
-"""module_utils/apt_sources.py and library/apt_components.py: which components a host lacks.
+"""module_utils/apt_sources.py and library/apt_components_add.py: which components a host lacks.
 
 The source files are shaped like those of real images: Debian 12's cloud image (deb822
 ``/etc/apt/sources.list.d/debian.sources``), mmdebstrap's one-line ``sources.list``, an
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-import apt_components
+import apt_components_add
 import pytest
 from ansible.module_utils import apt_sources as aps
 from ansible.module_utils.testing import patch_module_args
@@ -491,13 +491,13 @@ def test_plan_mmdebstrap_sources_list(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# library/apt_components.py
+# library/apt_components_add.py
 # ---------------------------------------------------------------------------
 
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        apt_components.main()
+        apt_components_add.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

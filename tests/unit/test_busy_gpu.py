@@ -146,10 +146,10 @@ def test_the_program_tree_from_proc() -> None:
 
 
 def test_with_gpus_replaces_an_earlier_value() -> None:
-    import gpu_throughput
+    import gpu_throughput_measure
 
     cmd = ["py", "bench", "--gpus", "all", "--profile", "quick", "--gpus=2"]
-    assert gpu_throughput.with_gpus(cmd, [1]) == [
+    assert gpu_throughput_measure.with_gpus(cmd, [1]) == [
         "py",
         "bench",
         "--profile",
@@ -157,18 +157,18 @@ def test_with_gpus_replaces_an_earlier_value() -> None:
         "--gpus",
         "1,",
     ]
-    assert gpu_throughput.option_value(["--gpus=0,1"], "--gpus") == "0,1"
+    assert gpu_throughput_measure.option_value(["--gpus=0,1"], "--gpus") == "0,1"
 
 
 # ----------------------------------------------------------------------------- the module
 
 
 def fake_smi(monkeypatch: Any, parsed: Dict[str, Any]) -> None:
-    import gpu_throughput
+    import gpu_throughput_measure
     from ansible.module_utils.basic import AnsibleModule
 
-    monkeypatch.setattr(gpu_throughput, "read_smi", lambda smi: parsed)
-    monkeypatch.setattr(gpu_throughput, "pid_visible", lambda pid: True)
+    monkeypatch.setattr(gpu_throughput_measure, "read_smi", lambda smi: parsed)
+    monkeypatch.setattr(gpu_throughput_measure, "pid_visible", lambda pid: True)
     monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/fake/smi")
 
 

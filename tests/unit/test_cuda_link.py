@@ -1,4 +1,4 @@
-"""module_utils/cuda_link.py and the cuda_link_state module: how the cuda role points
+"""module_utils/cuda_link.py and the cuda_link_plan module: how the cuda role points
 cuda_home at its toolkit (update-alternatives --set, a plain link, or nothing) and which
 ld.so.conf.d entries it wrote for other versions.
 
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import cuda_link_state
+import cuda_link_plan
 import jinja2
 import pytest
 from ansible.module_utils.cuda_link import (
@@ -299,7 +299,7 @@ def test_stale_ld_conf_lists_only_this_roles_other_entries(tmp_path):
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        cuda_link_state.main()
+        cuda_link_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

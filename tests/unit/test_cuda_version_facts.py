@@ -1,5 +1,5 @@
-"""The cuda_version_facts module and its parsers in module_utils/toolkit_state.py: the release
-each nvcc names (the same parser cuda_toolkit_state uses) and the version a cuDNN header
+"""The cuda_version_info module and its parsers in module_utils/toolkit_state.py: the release
+each nvcc names (the same parser cuda_toolkit_plan uses) and the version a cuDNN header
 defines. The nvccs are real executables (shell scripts printing nvcc's text) and the headers
 real files in a temporary directory."""
 
@@ -9,7 +9,7 @@ import json
 import stat
 import subprocess
 
-import cuda_version_facts
+import cuda_version_info
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.toolkit_state import (
@@ -182,7 +182,7 @@ def test_a_missing_header_is_an_answer(tmp_path):
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        cuda_version_facts.main()
+        cuda_version_info.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

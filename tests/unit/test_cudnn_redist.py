@@ -1,4 +1,5 @@
-"""module_utils/cudnn_redist.py and library/cudnn_redist.py: NVIDIA's cuDNN archive and its sha256.
+"""module_utils/cudnn_redist.py and library/cudnn_redist_info.py: NVIDIA's cuDNN archive and
+its sha256.
 
 The manifests here copy the structure of NVIDIA's redistrib_<X.Y.Z>.json (as served under
 developer.download.nvidia.com/compute/cudnn/redist/). The 9.14.0.64 cuda13 / cuda12
@@ -14,7 +15,7 @@ import http.server
 import json
 import threading
 
-import cudnn_redist as cudnn_module
+import cudnn_redist_info as cudnn_module
 import pytest
 from ansible.module_utils import cudnn_redist as cr
 from ansible.module_utils.testing import patch_module_args
@@ -204,7 +205,7 @@ def test_manifest_url():
 
 
 # ---------------------------------------------------------------------------
-# library/cudnn_redist.py against a real HTTP server
+# library/cudnn_redist_info.py against a real HTTP server
 # ---------------------------------------------------------------------------
 
 

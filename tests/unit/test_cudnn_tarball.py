@@ -1,6 +1,6 @@
-"""module_utils/cudnn_tarball.py and library/cudnn_tarball.py: NVIDIA's cuDNN archive unpacked
-and copied into a CUDA tree, on real .tar.xz archives built in tmp_path in NVIDIA's redist
-layout. The tests run as root (the module writes files owned by root)."""
+"""module_utils/cudnn_tarball.py and library/cudnn_tarball_install.py: NVIDIA's cuDNN archive
+unpacked and copied into a CUDA tree, on real .tar.xz archives built in tmp_path in NVIDIA's
+redist layout. The tests run as root (the module writes files owned by root)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import stat
 import tarfile
 
-import cudnn_tarball
+import cudnn_tarball_install as cudnn_tarball
 import pytest
 from ansible.module_utils import cudnn_tarball as utils
 from ansible.module_utils.cudnn_tarball import (
@@ -288,7 +288,7 @@ def test_the_module_refuses_unsafe_archives_and_writes_nothing(tmp_path, capsys,
     before = host.tree()
     failed, result = run_module(host.args(check_mode), capsys)
     assert failed
-    assert result["msg"].startswith(f"cudnn_tarball: refusing the archive member {named}:")
+    assert result["msg"].startswith(f"cudnn_tarball_install: refusing the archive member {named}:")
     assert host.tree() == before  # nothing in the download directory or the CUDA tree
     assert not host.unpack_dir.exists()
     assert not (tmp_path / "etc").exists() and not (tmp_path / "var" / "lib" / "evil").exists()
@@ -481,7 +481,7 @@ def test_a_missing_archive_is_a_change_in_check_mode_and_a_failure_otherwise(hos
     assert host.tree() == before
     failed, result = run_module(host.args(), capsys)
     assert failed
-    assert result["msg"].startswith(f"cudnn_tarball: {host.archive} is not there")
+    assert result["msg"].startswith(f"cudnn_tarball_install: {host.archive} is not there")
     assert host.tree() == before
 
 

@@ -1,4 +1,4 @@
-"""dpkg_ready and module_utils/dpkg_state: lock waiting and interrupted-run detection.
+"""dpkg_prepare and module_utils/dpkg_state: lock waiting and interrupted-run detection.
 
 The lock tests hold a real fcntl lock from a child process (fcntl locks belong to a
 process, so the test process itself could always take its own) on a file in tmp_path.
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-import dpkg_ready
+import dpkg_prepare
 import pytest
 from ansible.module_utils import dpkg_state as ds
 from ansible.module_utils.command import Result
@@ -129,7 +129,7 @@ def test_wait_gives_up_at_the_timeout_and_the_message_names_holder_and_variable(
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        dpkg_ready.main()
+        dpkg_prepare.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -153,9 +153,9 @@ def test_module_rejects_a_negative_timeout(capsys):
 
 
 def test_module_with_free_locks_reports_the_host_state(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
+    monkeypatch.setattr(dpkg_prepare, "DPKG_UPDATES_DIR", str(tmp_path))
     monkeypatch.setattr(
-        dpkg_ready,
+        dpkg_prepare,
         "run_dpkg",
         lambda args: Result(0, "", ""),
     )
@@ -176,8 +176,8 @@ def test_module_repairs_an_interrupted_run(tmp_path, capsys, monkeypatch):
         audit = AUDIT_HALF_CONFIGURED if len(calls) == 1 else ""
         return Result(0, audit, "")
 
-    monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
-    monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)
+    monkeypatch.setattr(dpkg_prepare, "DPKG_UPDATES_DIR", str(tmp_path))
+    monkeypatch.setattr(dpkg_prepare, "run_dpkg", fake_dpkg)
     failed, result = run_module({"locks": [str(tmp_path / "lock")], "timeout": 0}, capsys)
     assert not failed
     assert result["changed"] is True and result["interrupted"] is True
@@ -195,8 +195,8 @@ def test_module_check_mode_reports_without_repairing(tmp_path, capsys, monkeypat
         calls.append(args)
         return Result(0, "", "")
 
-    monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
-    monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)
+    monkeypatch.setattr(dpkg_prepare, "DPKG_UPDATES_DIR", str(tmp_path))
+    monkeypatch.setattr(dpkg_prepare, "run_dpkg", fake_dpkg)
     failed, result = run_module(
         {"locks": [str(tmp_path / "lock")], "timeout": 0, "_ansible_check_mode": True}, capsys
     )
@@ -216,8 +216,8 @@ def test_module_fails_when_the_repair_fails(tmp_path, capsys, monkeypatch):
             )
         return Result(0, "", "")
 
-    monkeypatch.setattr(dpkg_ready, "DPKG_UPDATES_DIR", str(tmp_path))
-    monkeypatch.setattr(dpkg_ready, "run_dpkg", fake_dpkg)
+    monkeypatch.setattr(dpkg_prepare, "DPKG_UPDATES_DIR", str(tmp_path))
+    monkeypatch.setattr(dpkg_prepare, "run_dpkg", fake_dpkg)
     failed, result = run_module({"locks": [str(tmp_path / "lock")], "timeout": 0}, capsys)
     assert failed
     assert "could not finish it (rc 1)" in result["msg"]

@@ -1,4 +1,4 @@
-"""module_utils/driver_state.py and library/nvidia_driver_state.py: install, present or adopt.
+"""module_utils/driver_state.py and library/nvidia_driver_plan.py: install, present or adopt.
 
 The dpkg lines are shaped like ``dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n'``
 output on Ubuntu and Debian hosts. The module test puts a fake dpkg-query first on PATH,
@@ -12,7 +12,7 @@ import os
 import stat
 
 import jinja2
-import nvidia_driver_state
+import nvidia_driver_plan
 import pytest
 import yaml
 from ansible.module_utils import stack_plan as sp
@@ -276,7 +276,7 @@ def test_the_wanted_pinning_package_is_not_unwanted():
 
 
 # ---------------------------------------------------------------------------
-# library/nvidia_driver_state.py
+# library/nvidia_driver_plan.py
 # ---------------------------------------------------------------------------
 
 FAKE_DPKG_QUERY = """#!/bin/sh
@@ -306,7 +306,7 @@ def fake_dpkg_query(tmp_path, monkeypatch):
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        nvidia_driver_state.main()
+        nvidia_driver_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -375,7 +375,7 @@ def test_module_reads_the_kernel_module_in_the_same_run_when_asked(
     assert result["outcome"] == "install"  # the driver decision is unchanged
 
 
-# --- after the stage: what is wrong with the driver (nvidia_driver_verdict)
+# --- after the stage: what is wrong with the driver (nvidia_driver_verdict_plan)
 
 WORKS = {"present": True, "error": None, "driver_version": "580.95.05"}
 KM_LOADED = {"reason": "module 580.95.05 is loaded", "next_step": None}
@@ -427,7 +427,7 @@ def test_a_failing_nvidia_smi_names_the_kernel_modules_next_step():
 
 
 def test_the_verdict_module_returns_the_problem(capsys):
-    import nvidia_driver_verdict
+    import nvidia_driver_verdict_plan
 
     args = {
         "nvidia_smi": dict(WORKS, driver_version="550.54.15"),
@@ -437,13 +437,13 @@ def test_the_verdict_module_returns_the_problem(capsys):
         "_ansible_check_mode": True,
     }
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        nvidia_driver_verdict.main()
+        nvidia_driver_verdict_plan.main()
     result = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and result["changed"] is False
     assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")
 
 
-# --- what a working driver serves (nvidia_driver_service_verdict)
+# --- what a working driver serves (nvidia_driver_service_verdict_plan)
 
 TWO_GPUS = dict(
     WORKS,
@@ -518,17 +518,17 @@ def test_what_counts_as_a_problem(expected, fabric, cuda, problems):
 
 
 def test_the_service_verdict_module_and_its_controller_side_agree(capsys):
-    import nvidia_driver_service_verdict
-    import nvidia_driver_verdict
+    import nvidia_driver_service_verdict_plan
+    import nvidia_driver_verdict_plan
 
     args = {"nvidia_smi": TWO_GPUS, "persistence_expected": True, "fabric_manager": FM_MISMATCH}
     with patch_module_args(dict(args, _ansible_check_mode=True)), pytest.raises(SystemExit) as exc:
-        nvidia_driver_service_verdict.main()
+        nvidia_driver_service_verdict_plan.main()
     result = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and result["changed"] is False
     assert result["problems"] == service_verdict(TWO_GPUS, True, FM_MISMATCH)["problems"]
     with patch_module_args({"nvidia_smi": TWO_GPUS}), pytest.raises(SystemExit) as exc:
-        nvidia_driver_verdict.main()
+        nvidia_driver_verdict_plan.main()
     assert exc.value.code != 0, "kernel_module and branch are required"
     assert "missing required arguments" in json.loads(capsys.readouterr().out)["msg"]
 
@@ -540,7 +540,9 @@ def test_both_driver_verdicts_are_made_on_the_controller(tmp_path):
     # The host refuses SSH: any module run there would make the task unreachable.
     unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}
     args = {"nvidia_smi": TWO_GPUS, "persistence_expected": True, "cuda_init": CUDA_802}
-    result = run_on_controller_task("nvidia_driver_service_verdict", args, tmp_path, unreachable)
+    result = run_on_controller_task(
+        "nvidia_driver_service_verdict_plan", args, tmp_path, unreachable
+    )
     assert not result.get("unreachable"), result
     assert result["problems"] == service_verdict(TWO_GPUS, True, None, CUDA_802)["problems"]
     args = {
@@ -549,12 +551,12 @@ def test_both_driver_verdicts_are_made_on_the_controller(tmp_path):
         "outcome": "present",
         "branch": "580",
     }
-    result = run_on_controller_task("nvidia_driver_verdict", args, tmp_path, unreachable)
+    result = run_on_controller_task("nvidia_driver_verdict_plan", args, tmp_path, unreachable)
     assert not result.get("unreachable"), result
     assert result["problem"].startswith("nvidia-smi reports driver 550.54.15, not branch 580")
     # Bad arguments are refused there as the module refuses them.
     result = run_on_controller_task(
-        "nvidia_driver_service_verdict", {"persistence_expected": True}, tmp_path, unreachable
+        "nvidia_driver_service_verdict_plan", {"persistence_expected": True}, tmp_path, unreachable
     )
     assert result.get("failed") and "nvidia_smi" in result["msg"], result
 
@@ -711,7 +713,7 @@ def test_the_reboot_plan_is_decided_on_the_controller_given_the_record(tmp_path)
 
 
 # ---------------------------------------------------------------------------
-# Secure Boot, read by nvidia_driver_state (the EFI variable, or mokutil)
+# Secure Boot, read by nvidia_driver_plan (the EFI variable, or mokutil)
 # ---------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""module_utils/fabric_manager.py and library/nvidia_fabric_manager_state.py.
+"""module_utils/fabric_manager.py and library/nvidia_fabric_manager_plan.py.
 
 The dpkg rows are shaped like ``dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n'``
 output and the unit rows like ``systemctl show -p ... nvidia-fabricmanager.service``. The
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import stat
 
-import nvidia_fabric_manager_state
+import nvidia_fabric_manager_plan
 import pytest
 from ansible.module_utils.driver_state import parse_dpkg_status
 from ansible.module_utils.fabric_manager import (
@@ -225,7 +225,7 @@ def fake_tools(tmp_path, monkeypatch):
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        nvidia_fabric_manager_state.main()
+        nvidia_fabric_manager_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -325,7 +325,7 @@ def test_module_reads_the_fabric_state_from_nvidia_smi(fake_tools, tmp_path, cap
 
 
 def test_a_fix_is_named_exactly_where_something_needs_one():
-    """nvidia_driver_service_verdict (module_utils/driver_state.py) counts a fabric manager
+    """nvidia_driver_service_verdict_plan (module_utils/driver_state.py) counts a fabric manager
     result as a problem when it names a fix: ok and not-needed must name none, every other
     outcome one."""
     completed = [{"gpu": 0, "state": "completed", "state_text": "Completed"}]

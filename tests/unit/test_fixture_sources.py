@@ -289,9 +289,9 @@ def test_build_prints_summary_and_writes_layout(built, srv):
         "libnvidia-nscq": "580.105.08-1",
         "kindling-fixture-canary": "2.0-1",
     }
-    assert info["cudnn_tarball"]["manifest"] == MANIFEST
-    assert info["cudnn_tarball"]["path"] == TARBALL
-    assert info["cudnn_tarball"]["version"] == "9.13.0.50"
+    assert info["cudnn_tarball_install"]["manifest"] == MANIFEST
+    assert info["cudnn_tarball_install"]["path"] == TARBALL
+    assert info["cudnn_tarball_install"]["version"] == "9.13.0.50"
     page = (srv / "index.html").read_text()
     assert "Kindling test fixture server" in page
     for path in (APT_REPO, UBUNTU_REPO, MANIFEST, TARBALL):
@@ -794,7 +794,9 @@ def test_cudnn_tarball_checksum_and_layout(srv):
     assert (srv / (TARBALL + ".sha256")).read_text() == f"{digest}  {tarball.name}\n"
     checksums = json.loads((srv / "checksums.json").read_text())
     assert checksums[TARBALL]["sha256"] == digest
-    assert json.loads((srv / "fixtures.json").read_text())["cudnn_tarball"]["sha256"] == digest
+    assert (
+        json.loads((srv / "fixtures.json").read_text())["cudnn_tarball_install"]["sha256"] == digest
+    )
     top = TARBALL_TOP
     with tarfile.open(tarball) as archive:
         members = {member.name: member for member in archive.getmembers()}

@@ -103,7 +103,7 @@ def _measured(host, factors, causes=()):
     return _ev(
         "runner_on_ok",
         host,
-        "gpu_throughput",
+        "gpu_throughput_measure",
         {
             "verdict": verdict,
             "summary": f"{verdict}: constructed",

@@ -60,14 +60,18 @@ EVENTS = [
         "nvidia_smi_facts",
         {"ansible_facts": {"nvidia_smi": {"present": True, "gpu_count": 1}}},
     ),
-    _event("runner_on_ok", "fast", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    _event(
+        "runner_on_ok", "fast", "gpu_throughput_measure", _judged("pass", 5800.0, 5781.0, "pass")
+    ),
     _event(
         "runner_on_ok",
         "slow",
         "torch_cuda_facts",
         {"ansible_facts": {"torch_cuda": {"cuda_available": True}}},
     ),
-    _event("runner_on_ok", "slow", "gpu_throughput", _judged("fail", 2100.0, 5781.0, "fail")),
+    _event(
+        "runner_on_ok", "slow", "gpu_throughput_measure", _judged("fail", 2100.0, 5781.0, "fail")
+    ),
     _event("runner_on_unreachable", "gone", "setup", {"msg": "ssh: connect to host gone port 22"}),
     _event(
         "runner_on_failed",
@@ -203,13 +207,19 @@ FABRIC = {
 HEALTH_EVENTS = [
     # Passes throughput, but GPU 0 fell off the bus once: it must stand out.
     _facts_event("xid", _h200(XID_13 + XID_79)),
-    _event("runner_on_ok", "xid", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    _event(
+        "runner_on_ok", "xid", "gpu_throughput_measure", _judged("pass", 5800.0, 5781.0, "pass")
+    ),
     # Passes, with an application Xid only: a note, the host stays ok.
     _facts_event("noted", _h200(XID_13)),
-    _event("runner_on_ok", "noted", "gpu_throughput", _judged("pass", 5790.0, 5781.0, "pass")),
+    _event(
+        "runner_on_ok", "noted", "gpu_throughput_measure", _judged("pass", 5790.0, 5781.0, "pass")
+    ),
     # Slow, and the facts say why (PCIe, thermal, power, a pending row remap).
     _facts_event("hot", _constructed("degraded")),
-    _event("runner_on_ok", "hot", "gpu_throughput", _judged("fail", 2100.0, 5781.0, "fail")),
+    _event(
+        "runner_on_ok", "hot", "gpu_throughput_measure", _judged("fail", 2100.0, 5781.0, "fail")
+    ),
     # nvidia_smi_facts (require: true) failed, with its facts: the lost GPU's Xid 79.
     _facts_event(
         "lost",
@@ -229,9 +239,13 @@ HEALTH_EVENTS = [
         msg="nvidia-smi: GPU is lost",
     ),
     _facts_event("fabric", FABRIC),
-    _event("runner_on_ok", "fabric", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    _event(
+        "runner_on_ok", "fabric", "gpu_throughput_measure", _judged("pass", 5800.0, 5781.0, "pass")
+    ),
     _facts_event("clean", _h200("")),
-    _event("runner_on_ok", "clean", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+    _event(
+        "runner_on_ok", "clean", "gpu_throughput_measure", _judged("pass", 5800.0, 5781.0, "pass")
+    ),
 ]
 
 
@@ -422,7 +436,7 @@ def test_runs_verify_through_ansible_runner_on_the_local_connection(tmp_path):
 def _h200_host(name, img_s, status="pass", gpu_key="h200", gpu_name="NVIDIA H200"):
     judged = _judged(status, img_s, 6180.0, status)
     judged.update(gpu_key=gpu_key, gpu_name=gpu_name)
-    return _event("runner_on_ok", name, "gpu_throughput", judged)
+    return _event("runner_on_ok", name, "gpu_throughput_measure", judged)
 
 
 def test_the_fleet_is_its_own_baseline(tmp_path):
@@ -500,7 +514,7 @@ def test_hosts_that_measured_every_gpu_are_judged_gpu_by_gpu():
     for name in ("hgx-a", "hgx-b"):
         result = _judged("pass", 6150.0, 6180.0, "pass")
         result.update(gpus=judged["gpus"], gpu_outliers=judged["gpu_outliers"], not_run=[])
-        events.append(_event("runner_on_ok", name, "gpu_throughput", result))
+        events.append(_event("runner_on_ok", name, "gpu_throughput_measure", result))
     hosts = fleet_report.collect(events)
     # 16 GPUs in one group; GPU 5 of each host trails the other 15 (the table passed it).
     flagged = [v for v in hosts["hgx-a"]["peer_verdicts"] if v["flag"] == "trails-peers"]
@@ -610,7 +624,7 @@ def test_causes_are_grouped_by_code_else_by_message_without_host_names():
 def test_not_measured_not_run_and_the_instance_type():
     busy = _judged("not_measured", 1.0, 5781.0, "not_run")
     events = [
-        _event("runner_on_ok", "busy", "gpu_throughput", busy),
+        _event("runner_on_ok", "busy", "gpu_throughput_measure", busy),
         _event(
             "runner_on_ok",
             "ec2",
@@ -622,7 +636,9 @@ def test_not_measured_not_run_and_the_instance_type():
                 }
             },
         ),
-        _event("runner_on_ok", "ec2", "gpu_throughput", _judged("pass", 5800.0, 5781.0, "pass")),
+        _event(
+            "runner_on_ok", "ec2", "gpu_throughput_measure", _judged("pass", 5800.0, 5781.0, "pass")
+        ),
     ]
     hosts = fleet_report.collect(events)
     assert hosts["busy"]["status"] == "not-measured"  # nothing measured: not "slow"

@@ -320,8 +320,8 @@ def test_gpu_check_json_carries_the_floors() -> None:
     assert fields["floors"] == "{{ gpu_check__result.floors | default([]) }}"
     assert fields["floors_summary"] == "{{ gpu_check__result.floors_line | default('') }}"
     measure = yaml.safe_load((REPO_ROOT / "roles/gpu_check/tasks/measure.yml").read_text())
-    start = next(t for t in measure if "gpu_throughput" in t)
-    assert start["gpu_throughput"]["floor_waivers"] == "{{ gpu_check_floor_waivers }}"
+    start = next(t for t in measure if "gpu_throughput_measure" in t)
+    assert start["gpu_throughput_measure"]["floor_waivers"] == "{{ gpu_check_floor_waivers }}"
 
 
 # ----------------------------------------------------------------------------- the module

@@ -1,4 +1,4 @@
-"""library/gpu_stack_check.py: a thin module over gpu_compat.check_stack."""
+"""library/gpu_stack_plan.py: a thin module over gpu_compat.check_stack."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-import gpu_stack_check
+import gpu_stack_plan
 import pytest
 from ansible.module_utils import stack_plan as sp
 from ansible.module_utils.gpu_compat import check_stack
@@ -21,7 +21,7 @@ SEED = SEED_PLAN
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        gpu_stack_check.main()
+        gpu_stack_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -136,7 +136,7 @@ def test_check_mode(capsys):
 @pytest.mark.slow
 def test_e2e_seed_stack(tmp_path):
     result = run_adhoc(
-        "gpu_stack_check", dict(SEED, gpus=[{"name": "NVIDIA H100 80GB HBM3"}]), tmp_path
+        "gpu_stack_plan", dict(SEED, gpus=[{"name": "NVIDIA H100 80GB HBM3"}]), tmp_path
     )
     assert result["failed"] is True
     codes = [p["code"] for p in result["problems"]]
@@ -146,7 +146,7 @@ def test_e2e_seed_stack(tmp_path):
 
 @pytest.mark.slow
 def test_e2e_h200_plan(tmp_path):
-    result = run_adhoc("gpu_stack_check", dict(H200_PLAN, gpus=[{"name": "NVIDIA H200"}]), tmp_path)
+    result = run_adhoc("gpu_stack_plan", dict(H200_PLAN, gpus=[{"name": "NVIDIA H200"}]), tmp_path)
     assert not result.get("failed") and result["ok"] is True
 
 
@@ -278,12 +278,12 @@ def test_a_result_records_its_inputs_but_not_fail_on_problems(capsys):
     assert "reused" not in result
 
 
-# --- action_plugins/gpu_stack_check.py: the same check, on the controller
+# --- action_plugins/gpu_stack_plan.py: the same check, on the controller
 
 
 def run_on_controller(module_args, tmp_path, host_vars):
-    """ansible-playbook with one gpu_stack_check task against an inventory host of its own."""
-    return run_on_controller_task("gpu_stack_check", module_args, tmp_path, host_vars)
+    """ansible-playbook with one gpu_stack_plan task against an inventory host of its own."""
+    return run_on_controller_task("gpu_stack_plan", module_args, tmp_path, host_vars)
 
 
 def run_on_controller_task(action, module_args, tmp_path, host_vars):

@@ -1,4 +1,5 @@
-"""library/gpu_throughput.py end to end, through `ansible localhost -m gpu_throughput`.
+"""library/gpu_throughput_measure.py end to end, through
+`ansible localhost -m gpu_throughput_measure`.
 
 The judging and failure paths use tests/fixtures/throughput/fake_gpu_throughput.py, a
 FAKE program that prints a fixed (constructed) report or exits with a chosen code. One
@@ -67,7 +68,7 @@ def run_module(
         "-e",
         f"ansible_python_interpreter={PY}",
         "-m",
-        "gpu_throughput",
+        "gpu_throughput_measure",
         "-a",
         json.dumps(args),
         *(extra or []),
@@ -101,7 +102,7 @@ def fake_args(*fake: str, **params: Any) -> Dict[str, Any]:
 
 def test_documentation_renders() -> None:
     proc = subprocess.run(
-        [str(ANSIBLE_DOC), "-M", "library", "gpu_throughput"],
+        [str(ANSIBLE_DOC), "-M", "library", "gpu_throughput_measure"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -148,8 +149,8 @@ def test_real_program_on_cpu(tmp_path: Path) -> None:
     assert gpu["index"] == 0 and gpu["modes"]["fp32"]["img_s"] == fp32["img_s"]
     assert result["throughput"]["schema_version"] == 1
     assert result["throughput"]["modes"]["fp32"]["batch_size"] == 2
-    assert result["output_file"] == str(out_dir / "gpu_throughput.json")
-    kept = json.loads((out_dir / "gpu_throughput.json").read_text())
+    assert result["output_file"] == str(out_dir / "gpu_throughput_measure.json")
+    kept = json.loads((out_dir / "gpu_throughput_measure.json").read_text())
     assert kept["modes"]["fp32"]["img_s"] == fp32["img_s"]
     assert "--output" in result["cmd"] and "--peak-tflops" not in result["cmd"]
     assert result["summary"].startswith("cpu (cpu); NOT_RUN: 0 pass, 0 fail, 2 not_run")
@@ -164,7 +165,7 @@ def test_slow_mode_fails_with_measured_reference_and_causes(tmp_path: Path) -> N
     assert result["failed_modes"] == ["amp_fp16_cl"]
     msg = result["msg"]
     assert "amp_fp16_cl 3,000 img/s vs reference 6,180 (0.49" in msg
-    assert "Kindling's gpu_throughput.py" in msg
+    assert "Kindling's gpu_throughput_measure.py" in msg
     assert "downgraded PCIe link: Gen3 x8 of a possible Gen5 x16" in msg
     assert result["diagnosis"] and "PCIe" in result["diagnosis"][0]
     judgement = result["judgement"]
@@ -279,7 +280,7 @@ def test_missing_interpreter(tmp_path: Path, monkeypatch: Any, capsys: Any) -> N
 def test_non_zero_exit_through_ansible(tmp_path: Path) -> None:
     result = run_module(tmp_path, fake_args("--fake-exit", "4", "--fake-stderr", "FAKE stderr"))
     assert result["failed"] is True and result["rc"] == 4
-    assert result["msg"].startswith("gpu_throughput.py exited 4: CUDA was requested but ")
+    assert result["msg"].startswith("gpu_throughput_measure.py exited 4: CUDA was requested but ")
     assert "CPU-only torch wheel or a driver problem" in result["msg"]
     assert "FAKE stderr" in result["msg"] and result["stderr_tail"] == "FAKE stderr"
 
@@ -301,7 +302,7 @@ def test_non_zero_exit(monkeypatch: Any, capsys: Any, code: int, meaning: str) -
         args = fake_args("--fake-exit", str(code), "--fake-stderr", "FAKE stderr line")
     result = call_module_in_process(monkeypatch, capsys, args)
     assert result["failed"] is True and result["rc"] == code
-    assert result["msg"].startswith(f"gpu_throughput.py exited {code}: ")
+    assert result["msg"].startswith(f"gpu_throughput_measure.py exited {code}: ")
     assert meaning in result["msg"] and "FAKE stderr line" in result["msg"]
 
 
@@ -319,14 +320,14 @@ def test_timeout_kills_the_program(tmp_path: Path) -> None:
 
 
 def call_module_in_process(monkeypatch: Any, capsys: Any, args: Dict[str, Any]) -> Dict[str, Any]:
-    import gpu_throughput
+    import gpu_throughput_measure
     from ansible.module_utils import basic
 
     payload = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", payload)
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
     with pytest.raises(SystemExit):
-        gpu_throughput.main()
+        gpu_throughput_measure.main()
     return json.loads(capsys.readouterr().out)
 
 
@@ -425,7 +426,7 @@ def test_the_progress_module_reads_the_files_and_the_job(tmp_path: Path) -> None
         ANSIBLE_CALLBACK_RESULT_FORMAT="json",
     )
     cmd = [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "-e",
-           f"ansible_python_interpreter={PY}", "-m", "gpu_throughput_progress", "-a",
+           f"ansible_python_interpreter={PY}", "-m", "gpu_throughput_progress_info", "-a",
            json.dumps(args)]  # fmt: skip
     out = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr

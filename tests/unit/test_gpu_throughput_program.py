@@ -357,8 +357,8 @@ def test_no_processes_left_behind(cpu_run: Dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_progress_goes_to_stderr(cpu_run: Dict[str, Any]) -> None:
-    assert "[gpu_throughput" in cpu_run["stderr"]
-    assert "[gpu_throughput" not in cpu_run["stdout"]
+    assert "[gpu_throughput_measure" in cpu_run["stderr"]
+    assert "[gpu_throughput_measure" not in cpu_run["stdout"]
 
 
 @pytest.mark.slow
@@ -428,7 +428,7 @@ def test_every_device_is_measured_by_its_own_process(multi_run: Dict[str, Any]) 
     # Each worker tags its progress lines; the parent says they run at once.
     stderr = multi_run["stderr"]
     assert "measuring fp32 on 2 GPU(s) at once: [0, 1]" in stderr
-    assert "[gpu_throughput gpu0 +" in stderr and "[gpu_throughput gpu1 +" in stderr
+    assert "[gpu_throughput_measure gpu0 +" in stderr and "[gpu_throughput_measure gpu1 +" in stderr
     # DDP runs after the workers, against the host's single-device rate.
     ddp = report["modes"]["ddp"]
     assert ddp["status"] == "ok", ddp["reason"]
@@ -978,7 +978,10 @@ def test_the_copied_artifact_is_complete(tmp_path: Path) -> None:
             [bare, *argv, "--help"], capture_output=True, text=True, timeout=60, cwd=cwd
         )
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("usage: gpu_throughput.py") and "Exit codes" in proc.stdout
+        assert (
+            proc.stdout.startswith("usage: gpu_throughput_measure.py")
+            and "Exit codes" in proc.stdout
+        )
     proc = subprocess.run(
         [bare, str(copy), "--modes", "fp8"], capture_output=True, text=True, timeout=60
     )

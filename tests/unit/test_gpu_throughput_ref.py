@@ -470,7 +470,7 @@ def test_failure_message_names_modes_numbers_and_causes() -> None:
     message = failure_message(judged, causes, "NVIDIA H200")
     assert message.startswith(
         "GPU throughput check failed on NVIDIA H200 (h200) at tolerance 0.80: amp_fp16_cl 3,000 "
-        "img/s vs reference 6,180 (0.49, Kindling's gpu_throughput.py); compile did "
+        "img/s vs reference 6,180 (0.49, Kindling's gpu_throughput_measure.py); compile did "
         "not run: the program could not run compile: CUDA out of memory at batch size 4096"
     )
     assert "Likely causes: GPU 0 (NVIDIA H200) runs a downgraded PCIe link: Gen3 x16" in message

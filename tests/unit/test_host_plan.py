@@ -97,7 +97,7 @@ def test_the_stack_is_the_whole_check_s_arguments():
             {"name": "ipykernel", "version": "6.29.5", "variable": "jupyter_ipykernel_version"}
         ],
     }
-    # The whole stack goes through gpu_stack_check's own argument spec.
+    # The whole stack goes through gpu_stack_plan's own argument spec.
     from ansible.module_utils.stack_check import ARGUMENT_SPEC
 
     assert set(stack) - {"repo_distro"} <= set(ARGUMENT_SPEC)

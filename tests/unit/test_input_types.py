@@ -595,9 +595,9 @@ def test_spec_accepts_anything():
 def test_free_needs_a_reason():
     with pytest.raises(ValueError, match="needs the reason"):
         it.Free("")
-    shape = it.Free("checked by gpu_stack_check")
+    shape = it.Free("checked by gpu_stack_plan")
     assert shape.check({"anything": ["at", "all"]}) is None
-    assert shape.describe() == "free (checked by gpu_stack_check)"
+    assert shape.describe() == "free (checked by gpu_stack_plan)"
 
 
 # --- check_all and problem_message

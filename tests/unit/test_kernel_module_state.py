@@ -335,7 +335,7 @@ def fake_tools(tmp_path, monkeypatch):
         return real_open(path, *args, **kwargs)
 
     # The reader's own global `open` (module_utils/kernel_module_state.py's read, which
-    # nvidia_kernel_module_facts and nvidia_driver_state share), so the host's /proc does
+    # nvidia_kernel_module_facts and nvidia_driver_plan share), so the host's /proc does
     # not decide the test.
     monkeypatch.setattr(kernel_module_state, "open", no_proc, raising=False)
     return install

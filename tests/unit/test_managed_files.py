@@ -1,4 +1,4 @@
-"""module_utils/managed_files.py and library/managed_files.py: small rendered files written
+"""module_utils/managed_files.py and library/managed_files_write.py: small rendered files written
 in one module run, on real files in a temporary directory."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import pwd
 import stat
 
-import managed_files
+import managed_files_write as managed_files
 import pytest
 from ansible.module_utils.managed_files import describe, pending, up_to_date
 from ansible.module_utils.testing import patch_module_args
@@ -85,7 +85,10 @@ def test_a_missing_directory_is_refused(tmp_path, capsys):
     failed, result = run([entry(tmp_path / "nowhere" / "a.sh", "x\n")], capsys)
     assert failed
     missing = tmp_path / "nowhere"
-    assert result["msg"] == f"managed_files: {missing} does not exist (writing {missing / 'a.sh'})"
+    assert (
+        result["msg"]
+        == f"managed_files_write: {missing} does not exist (writing {missing / 'a.sh'})"
+    )
 
 
 # --- describe, up_to_date, pending: what the controller side compares
@@ -168,7 +171,7 @@ def test_pending_lists_what_the_read_does_not_show_written():
     assert pending([dict(WANTED, content="y\n")], [FOUND]) == [dict(WANTED, content="y\n")]
 
 
-# --- action_plugins/managed_files.py: nothing runs on the host when the read shows it done
+# --- action_plugins/managed_files_write.py: nothing runs on the host when the read shows it done
 
 
 @pytest.mark.slow
@@ -179,7 +182,7 @@ def test_the_controller_answers_when_the_earlier_read_shows_every_file_written(t
     written = dict(FOUND, path=str(tmp_path / "cuda.sh"))
     files = [dict(WANTED, path=written["path"], mode="0644")]
     result = run_on_controller_task(
-        "managed_files", {"files": files, "current": [written]}, tmp_path, unreachable
+        "managed_files_write", {"files": files, "current": [written]}, tmp_path, unreachable
     )
     assert not result.get("unreachable") and not result.get("failed"), result
     assert result["changed"] is False
@@ -187,22 +190,22 @@ def test_the_controller_answers_when_the_earlier_read_shows_every_file_written(t
     # One byte different: the module has to run on the host, which cannot be reached.
     differs = dict(written, sha256=hashlib.sha256(b"y\n").hexdigest())
     result = run_on_controller_task(
-        "managed_files", {"files": files, "current": [differs]}, tmp_path, unreachable
+        "managed_files_write", {"files": files, "current": [differs]}, tmp_path, unreachable
     )
     assert result.get("unreachable") is True, result
     # Without a read it runs there too.
-    result = run_on_controller_task("managed_files", {"files": files}, tmp_path, unreachable)
+    result = run_on_controller_task("managed_files_write", {"files": files}, tmp_path, unreachable)
     assert result.get("unreachable") is True, result
 
 
 @pytest.mark.slow
 def test_the_controller_side_refuses_a_malformed_read(tmp_path):
     result = run_on_controller_task(
-        "managed_files",
+        "managed_files_write",
         {"files": [WANTED], "current": [{"sha256": "abc"}]},
         tmp_path,
         {"ansible_connection": "local"},
     )
     assert result.get("failed") is True
-    assert result["msg"].startswith("managed_files: ")
+    assert result["msg"].startswith("managed_files_write: ")
     assert "path" in result["msg"] and "regular" in result["msg"]

@@ -1,4 +1,4 @@
-"""module_utils/nouveau_state.py and the nouveau_state module: the nouveau role's one read
+"""module_utils/nouveau_state.py and the nouveau_info module: the nouveau role's one read
 of the host, on temporary files standing in for /etc/modprobe.d, the initramfs tools and
 /sys/module/nouveau."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-import nouveau_state
+import nouveau_info as nouveau_state
 import pytest
 from ansible.module_utils.managed_files import describe
 from ansible.module_utils.nouveau_state import initramfs_tool, read

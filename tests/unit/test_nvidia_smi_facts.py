@@ -736,7 +736,7 @@ def test_e2e_absent_with_require_fails(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["nvidia_smi_facts", "torch_cuda_facts", "gpu_stack_check"])
+@pytest.mark.parametrize("module", ["nvidia_smi_facts", "torch_cuda_facts", "gpu_stack_plan"])
 def test_ansible_doc_renders(module):
     for extra in ([], ["--json"]):
         proc = subprocess.run(
@@ -787,7 +787,7 @@ def test_e2e_modules_run_on_python_3_8(tmp_path):
     assert torch["ansible_facts"]["torch_cuda"]["python_version"].startswith("3.8.")
     assert torch["ansible_facts"]["torch_cuda"]["verdict"]["ok"] is True
     stack = run_adhoc(
-        "gpu_stack_check",
+        "gpu_stack_plan",
         {"driver_branch": "470", "cuda_version": "11.6", "fail_on_problems": False},
         tmp_path,
         env,

@@ -1,4 +1,4 @@
-"""module_utils/openpgp.py (which apt_signed_repository uses) against keys real gpg makes: the
+"""module_utils/openpgp.py (which apt_repository_trust uses) against keys real gpg makes: the
 fingerprints must be gpg's own, and the keyring written for apt must be the pinned key
 that gpg reads back, from ASCII-armored and binary files, with one key or two."""
 

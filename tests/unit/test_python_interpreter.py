@@ -1,7 +1,7 @@
-"""module_utils/python_interpreter.py and library/python_interpreter_facts.py, with real
+"""module_utils/python_interpreter.py and library/python_interpreter_info.py, with real
 interpreters and real files: this test's own Python, a missing path, a file without the
 execute bit, scripts that fail or print something else; and the conda_pytorch preflight's
-use of the module (its refusal message and the version gpu_stack_check gets).
+use of the module (its refusal message and the version gpu_stack_plan gets).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import jinja2
 import pytest
-import python_interpreter_facts
+import python_interpreter_info
 import yaml
 from ansible.module_utils.python_interpreter import (
     inspect_path,
@@ -155,12 +155,12 @@ def test_parse_version(rc, stdout, stderr, version, says):
     assert (error == "") if not says else (says in error and error.startswith("/p/python "))
 
 
-# --- library/python_interpreter_facts.py, in-process with the real run_command
+# --- library/python_interpreter_info.py, in-process with the real run_command
 
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        python_interpreter_facts.main()
+        python_interpreter_info.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

@@ -1,4 +1,4 @@
-"""library/python_package_pins.py: the release of a pinned package that suits an interpreter.
+"""library/python_package_pins_plan.py: the release of a pinned package that suits an interpreter.
 
 The interpreter is the test's own (``sys.executable``, whatever its version), a fake one
 in tmp_path that prints "3.10", or a path that does not exist with ``python_version``.
@@ -11,7 +11,7 @@ import stat
 import sys
 
 import pytest
-import python_package_pins
+import python_package_pins_plan
 from ansible.module_utils.stack_plan import python_package_pin
 from ansible.module_utils.testing import patch_module_args
 
@@ -20,7 +20,7 @@ IPYKERNEL = {"name": "ipykernel", "version": "", "variable": "jupyter_ipykernel_
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        python_package_pins.main()
+        python_package_pins_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

@@ -148,7 +148,7 @@ def _controller_mode():
     Importing Ansible's templating (ansible._internal) switches module_utils into
     controller mode for the whole process: warn() then goes to the controller's display,
     not into a module's result. The module tests that run in-process later in the session
-    (dpkg_ready, gpu_throughput, ...) need target mode, so put it back afterwards.
+    (dpkg_prepare, gpu_throughput_measure, ...) need target mode, so put it back afterwards.
     """
     from ansible.module_utils import _internal
     from ansible.module_utils._internal import _traceback
@@ -249,7 +249,7 @@ def nvidia_driver_computed(v: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def jupyter_computed(v: Dict[str, Any]) -> Dict[str, Any]:
-    # What slurp returns for the token file secret_token writes.
+    # What slurp returns for the token file secret_token_create writes.
     return {"jupyter__token_raw": {"content": base64.b64encode(f"{TOKEN}\n".encode()).decode()}}
 
 
@@ -294,7 +294,7 @@ def cuda_sh_expect(v: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def cuda_sh_computed(v: Dict[str, Any]) -> Dict[str, Any]:
-    """The cuda role's gpu_stack_check results (one per toolkit), as cuda.sh.j2 reads them."""
+    """The cuda role's gpu_stack_plan results (one per toolkit), as cuda.sh.j2 reads them."""
     toolkit = distro_toolkit("debian", "12") if v["cuda_install_method"] == "distro" else None
     return {"cuda__checks": [{"packages": {"distro_toolkit": toolkit}}]}
 
@@ -1340,7 +1340,8 @@ XID_LOG = (  # CONSTRUCTED kernel-log lines for the real H200 capture's GPU 0
 
 
 def gpu_check_vars(verdict: str) -> Dict[str, Any]:
-    """What report.yml and gpu-check.md.j2 see after the gpu_throughput task, as it returns."""
+    """What report.yml and gpu-check.md.j2 see after the gpu_throughput_measure task, as it
+    returns."""
     from ansible.module_utils import gpu_health, nvidia_smi
 
     facts = nvidia_smi.build_facts(

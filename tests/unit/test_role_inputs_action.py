@@ -1,4 +1,4 @@
-"""action_plugins/role_inputs.py in-process: inputs are checked once a run.
+"""action_plugins/role_inputs_plan.py in-process: inputs are checked once a run.
 
 site.yml's stage 1 checks every role's inputs; each role checks its own again as its first
 step, passing stage 1's result as ``reuse``. The plugin runs here on Ansible's own
@@ -20,7 +20,7 @@ from ansible.template import Templar
 from conftest import REPO_ROOT
 
 _spec = importlib.util.spec_from_file_location(
-    "role_inputs_action", REPO_ROOT / "action_plugins" / "role_inputs.py"
+    "role_inputs_action", REPO_ROOT / "action_plugins" / "role_inputs_plan.py"
 )
 action = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(action)
@@ -64,7 +64,7 @@ class Counted:
 
     def run(self, task_vars, **args):
         loader = DataLoader()
-        task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="role_inputs")
+        task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="role_inputs_plan")
         connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="/nonexistent"))
         plugin = action.ActionModule(
             task, connection, None, loader, Templar(loader=loader, variables=task_vars)
@@ -99,7 +99,7 @@ def test_the_first_check_checks_everything(counted):
     assert result["msg"].startswith("jupyter: ") and result["msg"].endswith(" inputs checked")
     assert counted.rule_checks == 1
     ((module, args),) = counted.module_runs
-    assert module == "role_inputs" and args["checks"] == "host"
+    assert module == "role_inputs_plan" and args["checks"] == "host"
     assert args["values"]["jupyter_service_name"] == "kindling-unit-test-jupyter"
     assert result["effective"]["jupyter_port"] == DEFAULTS["jupyter_port"]
     assert "jupyter_password_hash" not in result["effective"]
@@ -212,7 +212,7 @@ def test_a_secret_emptied_after_stage_1_is_checked_again(counted):
 def test_bad_arguments_are_refused_with_the_modules_name(counted):
     result = counted.run(jupyter_vars(), reuse="stage 1")
     assert result["failed"] is True
-    assert result["msg"].startswith("role_inputs: ") and "reuse" in result["msg"]
+    assert result["msg"].startswith("role_inputs_plan: ") and "reuse" in result["msg"]
     assert counted.rule_checks == 0 and counted.module_runs == []
 
 
@@ -222,5 +222,5 @@ def test_outside_a_role_it_says_so_with_the_modules_name(counted):
     result = counted.run(task_vars)
     assert result["failed"] is True
     assert result["msg"] == (
-        "role_inputs: it runs inside a role (role_name and role_path are not set)"
+        "role_inputs_plan: it runs inside a role (role_name and role_path are not set)"
     )

@@ -1,6 +1,6 @@
-"""library/role_inputs.py in-process: what the action plugin sends it, and what comes back.
+"""library/role_inputs_plan.py in-process: what the action plugin sends it, and what comes back.
 
-The action plugin (action_plugins/role_inputs.py) reads the role's argument_specs and
+The action plugin (action_plugins/role_inputs_plan.py) reads the role's argument_specs and
 passes the spec without defaults, the effective values, the no_log ones apart in
 secret_values, and ``checks``. These tests send the same for the jupyter role.
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-import role_inputs as role_inputs_module
+import role_inputs_plan as role_inputs_module
 import yaml
 from ansible.module_utils import role_inputs as ri
 from ansible.module_utils.testing import patch_module_args
@@ -169,10 +169,10 @@ def test_host_checks_refuse_a_unit_kindling_did_not_write(tmp_path, monkeypatch,
 def test_without_role_or_spec_it_says_it_needs_its_action_plugin(capsys):
     failed, result, _ = run_module({"values": {}}, capsys)
     assert failed
-    assert result["msg"].startswith("role_inputs runs through its action plugin")
+    assert result["msg"].startswith("role_inputs_plan runs through its action plugin")
 
 
-# --- action_plugins/role_inputs.py: stage 1's check of the same values stands ------------
+# --- action_plugins/role_inputs_plan.py: stage 1's check of the same values stands ------------
 
 JUPYTER_HOST_VALUES = {
     "jupyter_service_name": "kindling-unit-test-jupyter",
@@ -198,10 +198,10 @@ def test_a_check_of_the_same_values_is_not_made_twice_in_a_run(tmp_path):
     args = {"role": "jupyter", "role_path": str(REPO_ROOT / "roles" / "jupyter")}
     again = dict(args, reuse="{{ stage1 }}")
     tasks = [
-        {"role_inputs": args, "register": "stage1"},
-        {"role_inputs": again, "vars": UNREACHABLE},
-        {"role_inputs": again, "vars": dict(UNREACHABLE, jupyter_user="alice")},
-        {"role_inputs": again, "vars": {"jupyter_port": 0}},
+        {"role_inputs_plan": args, "register": "stage1"},
+        {"role_inputs_plan": again, "vars": UNREACHABLE},
+        {"role_inputs_plan": again, "vars": dict(UNREACHABLE, jupyter_user="alice")},
+        {"role_inputs_plan": again, "vars": {"jupyter_port": 0}},
     ]
     for task in tasks[1:]:
         task.update(ignore_unreachable=True, ignore_errors=True)

@@ -181,14 +181,14 @@ def test_the_cuda_repository_is_added_alike_by_both_roles():
 
     def call(path: str) -> Dict:
         tasks = yaml.safe_load((REPO_ROOT / path).read_text())
-        (task,) = [t for t in tasks if "apt_signed_repository" in t]
-        return task["apt_signed_repository"]
+        (task,) = [t for t in tasks if "apt_repository_trust" in t]
+        return task["apt_repository_trust"]
 
     driver = call("roles/nvidia_driver/tasks/repository.yml")
     cuda = call("roles/cuda/tasks/install-packages.yml")
     assert driver["name"] == cuda["name"] and driver["header"] == cuda["header"]
     fields = ("uris", "key_url", "fingerprint", "keyring", "dest", "replaces")
-    # Each from its role's gpu_stack_check result (repository.cuda), the same field.
+    # Each from its role's gpu_stack_plan result (repository.cuda), the same field.
     for key in fields:
         mine, theirs = str(driver[key]), str(cuda[key])
         assert re.sub(r"nvidia_driver__cuda_repo|cuda__repo", "R", mine) == re.sub(

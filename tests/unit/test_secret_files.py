@@ -1,4 +1,4 @@
-"""module_utils/secret_files.py and library/secret_token.py: a root-only token file.
+"""module_utils/secret_files.py and library/secret_token_create.py: a root-only token file.
 
 ``ensure_token`` runs against tmp_path as its ``root`` (the tests run as root, so the
 directories they make are root's). The module runs in-process, with its ensure_token
@@ -14,7 +14,7 @@ import re
 import stat
 
 import pytest
-import secret_token
+import secret_token_create
 from ansible.module_utils.secret_files import SecretPathError, ensure_token
 from ansible.module_utils.testing import patch_module_args
 
@@ -189,12 +189,12 @@ def test_refuses_an_empty_or_odd_file(tmp_path):
         ensure_token(TOKEN, root=str(tmp_path))
 
 
-# --- library/secret_token.py, in-process
+# --- library/secret_token_create.py, in-process
 
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        secret_token.main()
+        secret_token_create.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -206,7 +206,7 @@ def fake_root(tmp_path, monkeypatch):
     def under_tmp(path, check_mode=False):
         return ensure_token(path, check_mode=check_mode, root=str(tmp_path))
 
-    monkeypatch.setattr(secret_token, "ensure_token", under_tmp)
+    monkeypatch.setattr(secret_token_create, "ensure_token", under_tmp)
     return tmp_path
 
 

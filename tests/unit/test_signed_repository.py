@@ -1,4 +1,4 @@
-"""module_utils/signed_repository.py and library/apt_signed_repository.py: one signed apt
+"""module_utils/signed_repository.py and library/apt_repository_trust.py: one signed apt
 repository, from key to source.
 
 The module runs against a real flat apt repository built here (apt-ftparchive, signed by
@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import threading
 
-import apt_signed_repository
+import apt_repository_trust
 import pytest
 from ansible.module_utils.apt_sources import parse_deb822
 from ansible.module_utils.openpgp import keyring, primary_keys
@@ -224,7 +224,7 @@ def run(args, capsys, check_mode=False):
     if check_mode:
         args = {**args, "_ansible_check_mode": True}
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        apt_signed_repository.main()
+        apt_repository_trust.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 

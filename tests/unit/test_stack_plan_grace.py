@@ -59,7 +59,7 @@ DEFAULT_STACK = {
 
 
 def default_check(gpu: dict, repo: str, machine: str, **overrides) -> dict:
-    """gpu_stack_check's answer for one GPU on Ubuntu ``repo`` with the roles' defaults."""
+    """gpu_stack_plan's answer for one GPU on Ubuntu ``repo`` with the roles' defaults."""
     params = {key: spec.get("default") for key, spec in sc.ARGUMENT_SPEC.items()}
     params.update({key: DEFAULT_STACK[key] for key in PLAN_KEYS})
     params.update(
@@ -156,7 +156,7 @@ def test_grace_plan_carries_the_coherent_memory_option(gpu, repo):
 
 @pytest.mark.parametrize("repo", sorted(UBUNTU))
 def test_b200_plans_with_the_defaults_on_x86_64(repo):
-    """Defect: gpu_stack_check for a B200 with the defaults answered
+    """Defect: gpu_stack_plan for a B200 with the defaults answered
     driver-packages-not-in-repository and asked for nvidia_driver_package_flavor."""
     result = default_check(B200, repo, "x86_64")
     assert result["problems"] == [], result["msg"]
@@ -224,7 +224,7 @@ def test_auto_takes_cuda_drivers_where_it_serves_the_open_modules():
 )
 def test_explicit_cuda_drivers_with_open_modules_is_refused_naming_the_fix(gpu, repo, machine):
     """An explicit choice is the user's: it is not overridden, it is refused before any change
-    (gpu_stack_check fails), and the message names the flavour that has the packages."""
+    (gpu_stack_plan fails), and the message names the flavour that has the packages."""
     result = default_check(gpu, repo, machine, package_flavor="cuda-drivers")
     assert result["ok"] is False and result["failed"] is True
     problem = next(

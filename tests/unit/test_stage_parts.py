@@ -4,7 +4,7 @@ Stage 1 works out the plan once (gpu_preflight's entry point `plan`, module_util
 the adopt-mode reads, the catalogue's answer for the whole stack and for each GPU stage's part.
 It refuses there what a stage would refuse; each stage takes its part (host_plan's `part`)
 before its first change and checks again only when this run changed the driver. There are
-no `stack` entry points and no gpu_stack_check tasks in the stages any more. These tests
+no `stack` entry points and no gpu_stack_plan tasks in the stages any more. These tests
 hold the wiring to that; module_utils/host_plan.py's decisions are tested in
 test_host_plan.py, and a site.yml run in tests/reliability/test_check_mode.py shows it end
 to end.
@@ -121,13 +121,13 @@ def test_each_stage_takes_its_part_before_its_first_change(role):
 
 
 def test_the_stages_check_nothing_the_plan_has_checked():
-    """No stage runs gpu_stack_check, and the adopt-mode reads happen once, in the plan."""
+    """No stage runs gpu_stack_plan, and the adopt-mode reads happen once, in the plan."""
     found = [
         where
         for where, t in all_role_tasks()
-        if module(t) == "gpu_stack_check"
-        or module(t) == "python_interpreter_facts"
-        or (module(t) == "cuda_toolkit_state" and "adopt" in (t[module(t)] or {}))
+        if module(t) == "gpu_stack_plan"
+        or module(t) == "python_interpreter_info"
+        or (module(t) == "cuda_toolkit_plan" and "adopt" in (t[module(t)] or {}))
         or (module(t) == "torch_cuda_facts" and (t[module(t)] or {}).get("depth") == "build")
     ]
     assert found == []

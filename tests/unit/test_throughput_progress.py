@@ -252,7 +252,7 @@ def test_the_callback_prints_progress_and_no_failed_on_a_retry():
     callback._run_is_verbose = lambda result, verbosity=0: False
     callback.v2_runner_retry(
         _result(
-            "gpu_throughput_progress",
+            "gpu_throughput_progress_info",
             dict(_poll("fp32", 9, 70, "budget", done=0.0), retries=103, attempts=1),
         )
     )
@@ -277,7 +277,7 @@ def test_the_callback_is_the_stdout_callback_for_people_and_for_molecule():
     molecule = (REPO_ROOT / ".config" / "molecule" / "config.yml").read_text()
     assert "ANSIBLE_STDOUT_CALLBACK: kindling_progress" in molecule
     measure = (REPO_ROOT / "roles" / "gpu_check" / "tasks" / "measure.yml").read_text()
-    follow = measure.split("gpu_throughput_progress:")[1].split("register:")[0]
+    follow = measure.split("gpu_throughput_progress_info:")[1].split("register:")[0]
     assert "profile: " in follow and "modes: " in follow  # what the estimate needs
 
 
@@ -295,7 +295,7 @@ PLAY = """
         dest: "{{ dir }}/progress.json"
         content: '{"phase": "mode", "current": "fp32", "done": {}, "started_at": {{ now }}}'
     - name: Follow the measurement
-      gpu_throughput_progress:
+      gpu_throughput_progress_info:
         progress_file: "{{ dir }}/progress.json"
         results_file: "{{ job.results_file }}"
         profile: quick
@@ -356,10 +356,12 @@ def test_fleet_report_prints_progress_from_the_runner_events():
 
     assert printer({"event": "playbook_on_play_start", "event_data": {"play": "Verify"}})
     printer(event("runner_on_unreachable", "gone", "setup", {"msg": "ssh: timed out"}))
-    printer(event("runner_on_ok", "gpu1", "gpu_throughput", {"ansible_job_id": "1"}))
-    printer(event("runner_retry", "gpu1", "gpu_throughput_progress", _poll("fp32", 12, 60)))
+    printer(event("runner_on_ok", "gpu1", "gpu_throughput_measure", {"ansible_job_id": "1"}))
+    printer(event("runner_retry", "gpu1", "gpu_throughput_progress_info", _poll("fp32", 12, 60)))
     printer(event("runner_retry", "gpu1", "async_status", {"finished": 0}))
-    printer(event("runner_on_ok", "gpu1", "gpu_throughput_progress", _poll("done", 35, 0, "done")))
+    printer(
+        event("runner_on_ok", "gpu1", "gpu_throughput_progress_info", _poll("done", 35, 0, "done"))
+    )
     assert out.getvalue().splitlines() == [
         "fleet report: play Verify",
         "fleet report: gone unreachable: ssh: timed out",

@@ -1,4 +1,4 @@
-"""module_utils/toolkit_state.py and the cuda_toolkit_state module: which toolkits the cuda
+"""module_utils/toolkit_state.py and the cuda_toolkit_plan module: which toolkits the cuda
 role finds, which it installs, and the paths it reads. The module runs real executables
 standing in for nvcc (shell scripts printing nvcc's banner) in a temporary prefix."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import stat
 
-import cuda_toolkit_state
+import cuda_toolkit_plan
 import pytest
 from ansible.module_utils.managed_files import describe
 from ansible.module_utils.testing import patch_module_args
@@ -135,7 +135,7 @@ def _nvcc(prefix, version, banner):
 
 def run_module(args, capsys):
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        cuda_toolkit_state.main()
+        cuda_toolkit_plan.main()
     return exc.value.code != 0, json.loads(capsys.readouterr().out)
 
 
@@ -172,7 +172,7 @@ def test_the_module_names_a_missing_plan(tmp_path, capsys):
         capsys,
     )
     assert (
-        failed and result["msg"] == "cuda_toolkit_state: gpu_stack_check gave no plan for CUDA 11.8"
+        failed and result["msg"] == "cuda_toolkit_plan: gpu_stack_plan gave no plan for CUDA 11.8"
     )
 
 
@@ -190,7 +190,7 @@ def one_toolkit(prefix):
 
 def test_the_module_reads_the_link_in_the_same_run_when_asked(tmp_path, capsys):
     # cuda_home here is a plain link to the 12.4 toolkit; this machine's update-alternatives
-    # has no "cuda" group, so the link is the role's to keep (cuda_link_state's answer).
+    # has no "cuda" group, so the link is the role's to keep (cuda_link_plan's answer).
     (tmp_path / "cuda-12.4").mkdir()
     link = tmp_path / "cuda"
     link.symlink_to(tmp_path / "cuda-12.4")
@@ -266,7 +266,7 @@ def test_adopt_reads_the_release_and_what_a_plan_of_it_needs(tmp_path, capsys):
     assert result["read"]["link"]["keep"] == ld_conf("12.4")
     assert result["read"]["link"]["state"]["reaches"] is True
     assert [f["path"] for f in result["read"]["files"]] == adopt_args["files"] + [ld_conf("12.4")]
-    assert "missing" not in result  # no plan: gpu_stack_check has not run yet
+    assert "missing" not in result  # no plan: gpu_stack_plan has not run yet
 
 
 def test_adopt_without_a_toolkit_reads_nothing_more(tmp_path, capsys):
@@ -320,7 +320,7 @@ def test_the_controller_plans_from_the_read_without_reaching_the_host(tmp_path, 
     _, adopted = run_module(adopt_args, capsys)
     _, direct = run_module(plan_args, capsys)
     result = run_on_controller_task(
-        "cuda_toolkit_state", dict(plan_args, read=adopted["read"]), tmp_path, unreachable
+        "cuda_toolkit_plan", dict(plan_args, read=adopted["read"]), tmp_path, unreachable
     )
     assert not result.get("unreachable") and not result.get("failed"), result
     assert result["reused_read"] is True
@@ -329,7 +329,7 @@ def test_the_controller_plans_from_the_read_without_reaching_the_host(tmp_path, 
     # A read of another link does not cover the arguments: the module has to run there.
     other = dict(adopted["read"], link=dict(adopted["read"]["link"], link="/opt/cuda"))
     result = run_on_controller_task(
-        "cuda_toolkit_state", dict(plan_args, read=other), tmp_path, unreachable
+        "cuda_toolkit_plan", dict(plan_args, read=other), tmp_path, unreachable
     )
     assert result.get("unreachable") is True, result
 
@@ -339,19 +339,17 @@ def test_the_controller_side_refuses_what_the_module_refuses(tmp_path):
     local = {"ansible_connection": "local"}
     both = {"adopt": "/usr/local/cuda", "versions": ["12.4"], "stack": STACK[:1]}
     result = run_on_controller_task(
-        "cuda_toolkit_state", dict(both, method="cuda_repo", machine="x86_64"), tmp_path, local
+        "cuda_toolkit_plan", dict(both, method="cuda_repo", machine="x86_64"), tmp_path, local
     )
     assert result.get("failed") is True
-    assert (
-        result["msg"].startswith("cuda_toolkit_state: ") and "mutually exclusive" in result["msg"]
-    )
+    assert result["msg"].startswith("cuda_toolkit_plan: ") and "mutually exclusive" in result["msg"]
     no_plan = {"versions": ["12.4"], "method": "cuda_repo", "machine": "x86_64"}
-    result = run_on_controller_task("cuda_toolkit_state", no_plan, tmp_path, local)
+    result = run_on_controller_task("cuda_toolkit_plan", no_plan, tmp_path, local)
     assert result.get("failed") is True and "stack" in result["msg"]
-    # A read, but for a toolkit gpu_stack_check gave no plan: the module's own message.
+    # A read, but for a toolkit gpu_stack_plan gave no plan: the module's own message.
     read = {"nvcc": {}, "link": None, "files": []}
     result = run_on_controller_task(
-        "cuda_toolkit_state",
+        "cuda_toolkit_plan",
         {
             "versions": ["12.4", "11.8"],
             "stack": STACK[:1],

@@ -623,7 +623,7 @@ def test_build_depth_h200_capture_and_missing_torch(capsys):
 
 
 def test_build_depth_also_answers_for_the_interpreter_it_ran(capsys, tmp_path):
-    # What python_interpreter_facts would say (conda_pytorch takes it instead of running the
+    # What python_interpreter_info would say (conda_pytorch takes it instead of running the
     # same interpreter again): the probe ran it, so it exists, runs and has a major.minor.
     this = ".".join(str(v) for v in sys.version_info[:2])
     for python in (BIN / "python-h200", BIN / "python-no-torch"):
@@ -638,7 +638,7 @@ def test_build_depth_also_answers_for_the_interpreter_it_ran(capsys, tmp_path):
             "version": this,
             "error": "",
         }
-    # Not run (missing, or not an interpreter): no answer; python_interpreter_facts gives
+    # Not run (missing, or not an interpreter): no answer; python_interpreter_info gives
     # the reason.
     missing = tmp_path / "gone" / "python"
     failed, result = run_module(

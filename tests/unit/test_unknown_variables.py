@@ -1,5 +1,5 @@
 """Issue 34's unknown-variables and dict-keys classes (module_utils/site_inputs.py,
-action_plugins/site_inputs.py, input_types.DictOf/Record).
+action_plugins/site_inputs_plan.py, input_types.DictOf/Record).
 
 The action plugin takes the user's variable names from a real VariableManager: inventory
 (host and group vars, group_vars/ and host_vars/ beside the inventory) and extra vars,
@@ -22,7 +22,7 @@ from ansible.vars.manager import VariableManager
 from conftest import REPO_ROOT
 
 _spec = importlib.util.spec_from_file_location(
-    "site_inputs_action", REPO_ROOT / "action_plugins" / "site_inputs.py"
+    "site_inputs_action", REPO_ROOT / "action_plugins" / "site_inputs_plan.py"
 )
 action = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(action)

@@ -69,11 +69,11 @@ def test_jupyter_token_stays_secret(host):
 
 
 def test_throughput_check_ran_with_the_cpu_torch(host):
-    # The gpu_throughput module keeps the program's report as gpu_throughput.json; the
-    # program's progress file (progress.json) sits beside it.
+    # The gpu_throughput_measure module keeps the program's report as
+    # gpu_throughput_measure.json; the program's progress file (progress.json) sits beside it.
     with host.sudo():
         report = json.loads(
-            host.file("/var/lib/kindling/gpu-check/gpu_throughput.json").content_string
+            host.file("/var/lib/kindling/gpu-check/gpu_throughput_measure.json").content_string
         )
         progress = json.loads(host.file("/var/lib/kindling/gpu-check/progress.json").content_string)
     assert report["environment"]["torch"] == "2.13.0+cpu"

@@ -4,7 +4,7 @@ A standalone program (standard library + torch + torchvision; numpy only for the
 input-pipeline probe). It needs no Ansible: run it with the PyTorch environment's
 Python, e.g. ``/opt/conda/envs/pytorch/bin/python /opt/kindling/bin/kindling_bench
 --profile quick``, or ``python -m kindling_bench`` with its parent directory on the path.
-It still names itself ``gpu_throughput.py`` (usage line, log tag, the report's
+It still names itself ``gpu_throughput_measure.py`` (usage line, log tag, the report's
 ``program``), as it did when it was one file.
 
 It trains torchvision's ResNet-50 (SGD with momentum 0.9, cross-entropy) on synthetic

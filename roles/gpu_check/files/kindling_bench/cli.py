@@ -242,7 +242,7 @@ def _worker_list(text: str) -> List[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpu_throughput.py",
+        prog="gpu_throughput_measure.py",
         description=(
             "Measure ResNet-50 training throughput (synthetic data on the device) in several "
             "numeric modes and write one JSON report. Modes: {} (alias seed_recipe = amp_fp16). "

@@ -26,7 +26,7 @@ EXIT_NO_CUDA = 4
 
 _T0 = time.monotonic()
 _QUIET = False
-_LOG_TAG = "gpu_throughput"
+_LOG_TAG = "gpu_throughput_measure"
 # --progress FILE: what runs now and what is done, rewritten at every step (a GPU worker
 # writes FILE.gpuN), for a caller that polls (the gpu_check role prints it while it waits).
 _PROGRESS: Dict[str, Any] = {"path": None, "state": {}}

@@ -178,7 +178,7 @@ def gpu_worker_main(config_path: str) -> int:
         config = json.load(fh)
     index = int(config["index"])
     common._QUIET = bool(config.get("quiet"))
-    common._LOG_TAG = f"gpu_throughput gpu{index}"
+    common._LOG_TAG = f"gpu_throughput_measure gpu{index}"
     _PROGRESS["path"] = config.get("progress")
     progress(gpu=index, phase="starting")
     plan = config["plan"]

@@ -216,7 +216,7 @@ def run(plan: Dict[str, Any], argv: List[str]) -> Tuple[int, Optional[Dict[str, 
     config["program_version"] = PROGRAM_VERSION
     report = {
         "schema_version": SCHEMA_VERSION,
-        "program": "gpu_throughput.py",
+        "program": "gpu_throughput_measure.py",
         "started_at": datetime.datetime.fromtimestamp(
             time.time() - (time.monotonic() - _T0), datetime.timezone.utc
         ).isoformat(timespec="seconds"),

@@ -8,7 +8,7 @@ from ansible.module_utils.secret_files import SecretPathError, ensure_token
 
 DOCUMENTATION = r"""
 ---
-module: secret_token
+module: secret_token_create
 short_description: Keep a random token in a root-only file that no planted link can redirect
 description:
   - Creates I(path) with a new random token (24 bytes, hex) when it is missing, and keeps an
@@ -36,7 +36,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Generate the access token once, readable by root only
-  secret_token:
+  secret_token_create:
     path: /etc/jupyter/token
   no_log: true
 """

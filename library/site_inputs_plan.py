@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Ansible module stub: site_inputs runs on the controller (action_plugins/site_inputs.py)."""
+"""Ansible module stub: site_inputs_plan runs on the controller
+(action_plugins/site_inputs_plan.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
 ---
-module: site_inputs
+module: site_inputs_plan
 short_description: Check the site's own inputs (kindling_serial) and the roles' inputs together
 description:
-  - Runs on the controller (action_plugins/site_inputs.py) in stage 1 of site.yml, after
+  - Runs on the controller (action_plugins/site_inputs_plan.py) in stage 1 of site.yml, after
     every role's own input check. Refuses a kindling_serial that is not a count (a whole
     number 1 or more, 1%-100%, or a list of those), and two Kindling listeners on one port
     of one host (module_utils/site_inputs.py).
@@ -27,7 +28,7 @@ options:
 
 EXAMPLES = r"""
 - name: Check the site's own inputs and the roles' together
-  site_inputs:
+  site_inputs_plan:
     effective: "{{ kindling_effective_inputs }}"
 """
 
@@ -42,7 +43,7 @@ problems:
 
 def main():
     module = AnsibleModule(argument_spec={"effective": {"type": "dict", "default": {}}})
-    module.fail_json(msg="site_inputs runs on the controller through its action plugin")
+    module.fail_json(msg="site_inputs_plan runs on the controller through its action plugin")
 
 
 if __name__ == "__main__":

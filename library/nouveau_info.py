@@ -9,7 +9,7 @@ from ansible.module_utils.nouveau_state import ARGUMENT_SPEC, read
 
 DOCUMENTATION = r"""
 ---
-module: nouveau_state
+module: nouveau_info
 short_description: Read where nouveau stands - kernel modules, initramfs tool, module, blacklist
 description:
   - One read of what the nouveau role needs (module_utils/nouveau_state.py) - whether the
@@ -46,7 +46,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Read where nouveau stands
-  nouveau_state:
+  nouveau_info:
     blacklist: /etc/modprobe.d/blacklist-nouveau.conf
   register: nouveau__state
 """

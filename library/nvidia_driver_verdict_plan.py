@@ -8,7 +8,7 @@ from ansible.module_utils.driver_state import VERDICT_SPEC, verdict_for
 
 DOCUMENTATION = r"""
 ---
-module: nvidia_driver_verdict
+module: nvidia_driver_verdict_plan
 short_description: Explain what is wrong with the NVIDIA driver after the nvidia_driver stage
 description:
   - Judges the facts the stage gathered (nvidia_smi_facts, nvidia_kernel_module_facts)
@@ -18,7 +18,7 @@ description:
     for (unless adopted; the old module is still loaded) are problems; each message says
     where the kernel module stands and whether a reboot is pending.
   - Reads nothing on the host; supports check mode. The judgement needs only its arguments,
-    so action_plugins/nvidia_driver_verdict.py makes it on the controller, and this module
+    so action_plugins/nvidia_driver_verdict_plan.py makes it on the controller, and this module
     runs only where that plugin is not loaded.
 version_added: "0.6.0"
 author:
@@ -60,7 +60,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Explain what is wrong with the driver, if anything
-  nvidia_driver_verdict:
+  nvidia_driver_verdict_plan:
     nvidia_smi: "{{ ansible_facts['nvidia_smi'] }}"
     kernel_module: "{{ ansible_facts['nvidia_kernel_module'] }}"
     outcome: install

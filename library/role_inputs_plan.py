@@ -8,11 +8,11 @@ from ansible.module_utils.role_inputs import ARGUMENT_SPEC, check_role, host_fin
 
 DOCUMENTATION = r"""
 ---
-module: role_inputs
+module: role_inputs_plan
 short_description: Check a role's variables against its argument_specs, Kindling's shapes and rules
 description:
   - Run it with no arguments as the first task of a role (or of C(tasks/inputs.yml)); its
-    action plugin (action_plugins/role_inputs.py) reads the role's
+    action plugin (action_plugins/role_inputs_plan.py) reads the role's
     C(meta/argument_specs.yml) on the controller, collects the effective value of every
     variable it lists (the user's, or the role's default), and passes them here.
   - Checks, in order, argument_specs' types and choices, the shape of each variable
@@ -87,7 +87,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Check this role's inputs before any change
-  role_inputs:
+  role_inputs_plan:
 """
 
 RETURN = r"""
@@ -136,7 +136,8 @@ def main() -> None:
     p = module.params
     if not p["role"] or p["spec"] is None:
         module.fail_json(
-            msg="role_inputs runs through its action plugin, inside a role (no role or spec given)"
+            msg="role_inputs_plan runs through its action plugin, inside a role "
+            "(no role or spec given)"
         )
     values = dict(p["values"], **p["secret_values"])
     if p["checks"] == "host":

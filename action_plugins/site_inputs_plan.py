@@ -1,4 +1,4 @@
-"""Controller side of site_inputs: check the site's own inputs and the roles' together.
+"""Controller side of site_inputs_plan: check the site's own inputs and the roles' together.
 
 Runs in stage 1 of site.yml (playbooks/preflight.yml) after every role's own check; see
 module_utils/site_inputs.py. Reads only, on the controller; nothing changes.

@@ -21,7 +21,7 @@ from ansible.module_utils.stack_plan import fabric_manager_packages
 
 DOCUMENTATION = r"""
 ---
-module: nvidia_fabric_manager_state
+module: nvidia_fabric_manager_plan
 short_description: Whether the NVSwitch fabric manager is installed at the driver's version and runs
 description:
   - Reads the dpkg status of the fabric manager packages and of the driver package, and
@@ -44,7 +44,7 @@ options:
     default: ""
   packages:
     description:
-      - The fabric manager packages (gpu_stack_check's C(packages.fabric_manager)). Empty means
+      - The fabric manager packages (gpu_stack_plan's C(packages.fabric_manager)). Empty means
         the catalogue's names for the driver's branch (verify run on its own, without the
         stage's plan).
     type: list
@@ -91,7 +91,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Where does the fabric manager stand?
-  nvidia_fabric_manager_state:
+  nvidia_fabric_manager_plan:
     needed: true
     needed_reason: "4 NVSwitches on the PCI bus."
     packages: [nvidia-fabricmanager, libnvidia-nscq]
@@ -198,7 +198,7 @@ def main() -> None:
         dpkg.update(query_dpkg(module, packages))
     if not packages:
         module.fail_json(
-            msg="nvidia_fabric_manager_state: give packages, or a driver version to name them"
+            msg="nvidia_fabric_manager_plan: give packages, or a driver version to name them"
         )
     result = decide(
         needed=p["needed"],

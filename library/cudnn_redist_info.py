@@ -18,7 +18,7 @@ from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
 ---
-module: cudnn_redist
+module: cudnn_redist_info
 short_description: Find NVIDIA's cuDNN redistributable archive and its checksum
 description:
   - From cuDNN 8.5.0, reads NVIDIA's C(redistrib_<X.Y.Z>.json) manifest (over HTTPS) and
@@ -63,7 +63,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Find the cuDNN 9.14 archive for CUDA 13
-  cudnn_redist:
+  cudnn_redist_info:
     version: "9.14.0"
     cuda_version: "13.0"
   register: cudnn_archive

@@ -13,7 +13,7 @@ from ansible.module_utils.cudnn_tarball import (
 
 DOCUMENTATION = r"""
 ---
-module: cudnn_tarball
+module: cudnn_tarball_install
 short_description: Unpack NVIDIA's cuDNN archive and copy its headers and libraries into a CUDA tree
 description:
   - The cuda role's tarball method (module_utils/cudnn_tarball.py). Unpacks O(archive), its
@@ -67,7 +67,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Unpack cuDNN and copy it into the tree of CUDA 13.0
-  cudnn_tarball:
+  cudnn_tarball_install:
     archive: /var/lib/kindling/cuda/cudnn-linux-x86_64-9.13.0.50_cuda13-archive.tar.xz
     unpack_dir: /var/lib/kindling/cuda/cudnn-linux-x86_64-9.13.0.50_cuda13-archive
     toolkit_dir: /usr/local/cuda-13.0
@@ -100,9 +100,9 @@ def main() -> None:
     try:
         result = sync(p["archive"], p["unpack_dir"], p["toolkit_dir"], module.check_mode)
     except TarballError as exc:
-        module.fail_json(msg=f"cudnn_tarball: {exc}")
+        module.fail_json(msg=f"cudnn_tarball_install: {exc}")
     except OSError as exc:
-        module.fail_json(msg=f"cudnn_tarball: {describe_error(exc)}")
+        module.fail_json(msg=f"cudnn_tarball_install: {describe_error(exc)}")
     module.exit_json(**result)
 
 

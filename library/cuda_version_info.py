@@ -9,11 +9,11 @@ from ansible.module_utils.toolkit_state import read_cudnn_header, read_nvcc
 
 DOCUMENTATION = r"""
 ---
-module: cuda_version_facts
+module: cuda_version_info
 short_description: Read the release each nvcc reports and the version a cuDNN header defines
 description:
   - Runs C(<nvcc> --version) for each path given and reads the release it names
-    (C(release 12.6,)) with module_utils/toolkit_state.py, the parser cuda_toolkit_state
+    (C(release 12.6,)) with module_utils/toolkit_state.py, the parser cuda_toolkit_plan
     uses too.
   - Reads the C(CUDNN_MAJOR), C(CUDNN_MINOR) and C(CUDNN_PATCHLEVEL) defines of a cuDNN
     version header (C(cudnn_version.h), C(cudnn_version_v9.h)).
@@ -45,7 +45,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Ask nvcc and cuDNN's header for their versions
-  cuda_version_facts:
+  cuda_version_info:
     nvcc:
       - /usr/local/cuda/bin/nvcc
       - /usr/local/cuda-12.4/bin/nvcc

@@ -1,17 +1,17 @@
 #!/usr/bin/python
-"""Ansible module gpu_throughput_progress: what the running throughput check is doing."""
+"""Ansible module gpu_throughput_progress_info: what the running throughput check is doing."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: gpu_throughput_progress
-short_description: Report the step a running gpu_throughput measurement is at
+module: gpu_throughput_progress_info
+short_description: Report the step a running gpu_throughput_measure measurement is at
 description:
-  - Reads the progress files of C(gpu_throughput.py --progress FILE) (the module
-    M(gpu_throughput) passes O(progress_file) through) and says in one line what runs now
+  - Reads the progress files of C(gpu_throughput_measure.py --progress FILE) (the module
+    M(gpu_throughput_measure) passes O(progress_file) through) and says in one line what runs now
     and what is done, per GPU where the host measures every GPU at once.
-  - With O(results_file) (the C(results_file) of an async M(gpu_throughput) task) it also
+  - With O(results_file) (the C(results_file) of an async M(gpu_throughput_measure) task) it also
     says whether the measurement has finished, so that a task can poll it with C(until).
     The gpu_check role prints a line at every poll (stdout callback C(kindling_progress),
     which also keeps Ansible's "FAILED - RETRYING" out of a healthy run).
@@ -49,7 +49,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Follow the measurement
-  gpu_throughput_progress:
+  gpu_throughput_progress_info:
     progress_file: /var/lib/kindling/gpu-check/progress.json
     results_file: "{{ job.results_file }}"
   register: progress

@@ -1,7 +1,7 @@
-"""Controller side of the nvidia_driver_service_verdict module: the judgement is made here, not on
+"""Controller side of the nvidia_driver_verdict_plan module: the judgement is made here, not on
 the host.
 
-The service verdict (module_utils/driver_state.py service_verdict) needs only the task's
+The driver's verdict (module_utils/driver_state.py verify_problem) needs only the task's
 arguments, facts the stage already read, so running it as a module would only add a module
 run on the host, the largest part of a task's cost. The arguments are validated against the
 module's own argument spec; the result is the module's, through the same JSON round trip a
@@ -25,8 +25,8 @@ from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E40
 
 
 class ActionModule(ControllerAnswer, ActionBase):
-    MODULE = "nvidia_driver_service_verdict"
-    SPEC = driver_state.SERVICE_VERDICT_SPEC
+    MODULE = "nvidia_driver_verdict_plan"
+    SPEC = driver_state.VERDICT_SPEC
 
     def answer(self, params):
-        return driver_state.service_verdict_for(params)
+        return driver_state.verdict_for(params)

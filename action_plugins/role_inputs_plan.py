@@ -1,11 +1,11 @@
-"""Controller side of the role_inputs module: collect and check a role's effective inputs.
+"""Controller side of the role_inputs_plan module: collect and check a role's effective inputs.
 
 Inside a role, the task variables hold every variable's effective value: the user's
 (inventory, play, extra vars) or the role's default. This reads the role's
 meta/argument_specs.yml, templates the value of each option it lists, and checks them
 with module_utils/role_inputs.py right here on the controller (argument_specs, shapes,
 rules). Only the checks that must look at the host (unit names, secret directories) run
-there, through library/role_inputs.py, with just the values they need. Nothing changes.
+there, through library/role_inputs_plan.py, with just the values they need. Nothing changes.
 
 Inputs are checked once a run: site.yml's stage 1 checks every role, and each role checks
 its own again as its first step (so a stage playbook run alone is checked too), passing
@@ -57,7 +57,7 @@ def same_check(reuse, checked):
 
 
 class ActionModule(ControllerAnswer, ActionBase):
-    MODULE = "role_inputs"
+    MODULE = "role_inputs_plan"
     SPEC = role_inputs.ARGUMENT_SPEC
 
     def answer(self, params):

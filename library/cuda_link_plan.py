@@ -10,7 +10,7 @@ from ansible.module_utils.cuda_link import state
 
 DOCUMENTATION = r"""
 ---
-module: cuda_link_state
+module: cuda_link_plan
 short_description: Decide how the cuda role points cuda_home at its toolkit
 description:
   - Asks C(update-alternatives --query cuda) (read-only) and decides with
@@ -65,7 +65,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Read how the cuda link is managed and which ld.so.conf.d entries the role wrote
-  cuda_link_state:
+  cuda_link_plan:
     link: /usr/local/cuda
     path: /usr/local/cuda-12.4
     ld_conf_keep: /etc/ld.so.conf.d/cuda-12-4.conf

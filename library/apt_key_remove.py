@@ -12,7 +12,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
 ---
-module: apt_keyring_key
+module: apt_key_remove
 short_description: Remove a key from apt's legacy keyring without apt-key
 description:
   - Reads a binary OpenPGP keyring such as C(/etc/apt/trusted.gpg), the one C(apt-key add)
@@ -25,7 +25,7 @@ description:
     is moved to C(<keyring>~), as C(apt-key del) does.
   - A missing keyring holds no key; nothing changes. One that is no OpenPGP keyring (a
     GnuPG keybox) is left alone with a warning.
-  - Only removal - a key apt should trust is added with apt_signed_repository.
+  - Only removal - a key apt should trust is added with apt_repository_trust.
   - In check mode it reports whether the key is there (changed) and writes nothing.
 version_added: "0.5.0"
 author:
@@ -58,7 +58,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Remove NVIDIA's pre-2022 key 7fa2af80
-  apt_keyring_key:
+  apt_key_remove:
     keyring: /etc/apt/trusted.gpg
     id: AE09FE4BBD223A84B2CCFCE3F60F4B3D7FA2AF80
     state: absent

@@ -9,7 +9,7 @@ from ansible.module_utils.python_interpreter import read_interpreter, summary
 
 DOCUMENTATION = r"""
 ---
-module: python_interpreter_facts
+module: python_interpreter_info
 short_description: Read whether a Python interpreter exists and runs, and its version
 description:
   - One read with module_utils/python_interpreter.py - whether O(path) exists, whether it is
@@ -40,12 +40,12 @@ attributes:
     description: Nothing changes.
 seealso:
   - module: torch_env_plan
-  - module: python_package_pins
+  - module: python_package_pins_plan
 """
 
 EXAMPLES = r"""
 - name: Read the interpreter that makes the venv
-  python_interpreter_facts:
+  python_interpreter_info:
     path: /usr/bin/python3
   register: base_python
 

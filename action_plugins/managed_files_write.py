@@ -1,4 +1,4 @@
-"""Controller side of the managed_files module: run nothing on the host when an earlier
+"""Controller side of the managed_files_write module: run nothing on the host when an earlier
 read shows every file already written.
 
 A role whose state module read its files earlier in the same stage (their bytes' sha256,
@@ -25,7 +25,7 @@ from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E40
 
 
 class ActionModule(ControllerAnswer, ActionBase):
-    MODULE = "managed_files"
+    MODULE = "managed_files_write"
     SPEC = managed_files.ACTION_SPEC
     CONTROLLER_ONLY = ("current",)
 

@@ -16,7 +16,7 @@ from ansible.module_utils.kernel_module_state import read as read_kernel_module
 
 DOCUMENTATION = r"""
 ---
-module: nvidia_driver_state
+module: nvidia_driver_plan
 short_description: Decide whether the NVIDIA driver is installed, kept or adopted
 description:
   - Reads the dpkg status of the wanted driver packages and of the layout's
@@ -31,7 +31,7 @@ author:
   - Kindling maintainers
 options:
   packages:
-    description: The wanted driver packages (gpu_stack_check's C(packages.driver.packages)).
+    description: The wanted driver packages (gpu_stack_plan's C(packages.driver.packages)).
     type: list
     elements: str
     required: true
@@ -110,7 +110,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Decide what to do with the driver
-  nvidia_driver_state:
+  nvidia_driver_plan:
     packages: "{{ plan.packages.driver.packages }}"
     version_regex: "{{ plan.packages.driver.version_regex }}"
     selection: "{{ plan.packages.driver.selection }}"

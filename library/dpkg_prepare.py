@@ -19,7 +19,7 @@ from ansible.module_utils.dpkg_state import (
 
 DOCUMENTATION = r"""
 ---
-module: dpkg_ready
+module: dpkg_prepare
 short_description: Make sure dpkg can be used before installing packages
 description:
   - Waits, up to O(timeout) seconds, while another process (unattended-upgrades,
@@ -53,7 +53,7 @@ author: Kindling
 
 EXAMPLES = r"""
 - name: Wait for unattended-upgrades, finish an interrupted dpkg run
-  dpkg_ready:
+  dpkg_prepare:
     timeout: "{{ nvidia_driver_apt_lock_timeout }}"
     timeout_variable: nvidia_driver_apt_lock_timeout
 """

@@ -10,7 +10,7 @@ from ansible.module_utils.cloud_plan import fleet_state, run_outcome
 
 DOCUMENTATION = r"""
 ---
-module: cloud_fleet_state
+module: cloud_fleet_plan
 short_description: Judge Kindling's instances for a run report or the sweeper
 description:
   - Takes the instances M(amazon.aws.ec2_instance_info) listed and judges each one that
@@ -52,7 +52,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Judge every Kindling instance
-  cloud_fleet_state:
+  cloud_fleet_plan:
     instances: "{{ kindling_found.instances }}"
 """
 

@@ -34,7 +34,7 @@ from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
 ---
-module: apt_signed_repository
+module: apt_repository_trust
 short_description: Trust one apt repository with its pinned key only, tried in a scratch apt first
 description:
   - The one way Kindling's roles add a vendor's apt repository (nvidia_driver and cuda for
@@ -155,7 +155,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Trust NVIDIA's CUDA repository with its pinned key only
-  apt_signed_repository:
+  apt_repository_trust:
     name: NVIDIA's CUDA repository
     uris: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
     key_url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub

@@ -8,7 +8,7 @@ from ansible.module_utils.managed_files import ACTION_SPEC, write
 
 DOCUMENTATION = r"""
 ---
-module: managed_files
+module: managed_files_write
 short_description: Write small rendered files in one module run, each only when it differs
 description:
   - Writes each file of O(files) whose bytes differ from O(files[].content), atomically (a
@@ -21,7 +21,7 @@ description:
   - The directory must exist.
   - With O(current), the files as an earlier module run of the same stage read them, the
     controller compares and runs nothing on the host when every file already has its
-    content, owner, group and mode (action_plugins/managed_files.py).
+    content, owner, group and mode (action_plugins/managed_files_write.py).
 version_added: "0.9.0"
 author:
   - Kindling maintainers
@@ -52,7 +52,7 @@ options:
   current:
     description:
       - Each file as read earlier in the same stage (module_utils/managed_files.py
-        C(describe), e.g. cuda_toolkit_state's RV(files)), with C(path), C(regular),
+        C(describe), e.g. cuda_toolkit_plan's RV(files)), with C(path), C(regular),
         C(sha256), C(owner), C(owner_id), C(group), C(group_id) and C(mode).
       - When every file of O(files) is as wanted by that read, nothing runs on the host
         and the task reports no change. A file it does not describe is written as usual.
@@ -70,7 +70,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Write the login-shell environment and the linker path
-  managed_files:
+  managed_files_write:
     files:
       - path: /etc/profile.d/cuda.sh
         content: "{{ lookup('ansible.builtin.template', 'cuda.sh.j2') }}"
@@ -96,7 +96,7 @@ diff:
 
 
 def main() -> None:
-    # current is the controller side's (action_plugins/managed_files.py); here it is unused.
+    # current is the controller side's (action_plugins/managed_files_write.py); here it is unused.
     module = AnsibleModule(argument_spec=ACTION_SPEC, supports_check_mode=True)
     module.exit_json(**write(module))
 

@@ -9,18 +9,18 @@ from ansible.module_utils.driver_state import SERVICE_VERDICT_SPEC, service_verd
 
 DOCUMENTATION = r"""
 ---
-module: nvidia_driver_service_verdict
+module: nvidia_driver_service_verdict_plan
 short_description: Judge what a working NVIDIA driver serves, after the nvidia_driver stage
 description:
-  - Runs after nvidia_driver_verdict found nothing wrong with the driver itself, on the
+  - Runs after nvidia_driver_verdict_plan found nothing wrong with the driver itself, on the
     facts the stage read since (module_utils/driver_state.py C(service_verdict)).
   - Persistence mode must be on on every GPU where the role started nvidia-persistenced
     (O(persistence_expected)); the fabric manager must run at the driver's version and the
-    fabric be configured (the nvidia_fabric_manager_state result, on NVSwitch hosts); CUDA
+    fabric be configured (the nvidia_fabric_manager_plan result, on NVSwitch hosts); CUDA
     must initialise (the C(cuda_init) fact). Each failed check is one message in
     RV(problems); RV(report) is the one line that describes the working driver.
   - Reads nothing on the host; supports check mode. The judgement needs only its arguments,
-    so action_plugins/nvidia_driver_service_verdict.py makes it on the controller, and this
+    so action_plugins/nvidia_driver_service_verdict_plan.py makes it on the controller, and this
     module runs only where that plugin is not loaded.
 version_added: "0.10.0"
 author:
@@ -38,7 +38,7 @@ options:
     default: false
   fabric_manager:
     description:
-      - The registered result of nvidia_fabric_manager_state after the stage (its
+      - The registered result of nvidia_fabric_manager_plan after the stage (its
         C(outcome), C(message) and C(fix)). Omitted, or a skipped task, where the host needs
         no fabric manager.
     type: dict
@@ -58,7 +58,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Judge persistence mode, the fabric and CUDA's initialisation
-  nvidia_driver_service_verdict:
+  nvidia_driver_service_verdict_plan:
     nvidia_smi: "{{ ansible_facts['nvidia_smi'] }}"
     persistence_expected: true
     fabric_manager: "{{ fabric_manager_result }}"

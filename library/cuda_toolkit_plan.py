@@ -23,14 +23,14 @@ from ansible.module_utils.toolkit_state import (
 
 DOCUMENTATION = r"""
 ---
-module: cuda_toolkit_state
+module: cuda_toolkit_plan
 short_description: Decide which CUDA toolkits are present and which the cuda role installs
 description:
   - Asks each wanted toolkit's C(nvcc --version) (read-only) and decides with
     module_utils/toolkit_state.py where each nvcc is, which toolkits are present (their
     nvcc reports the release, installed earlier or preinstalled) and which are missing.
   - Returns each toolkit's package, cuDNN's packages, the ld.so.conf.d file and the cuDNN
-    header, from gpu_stack_check's results (the vendor catalogue's names).
+    header, from gpu_stack_plan's results (the vendor catalogue's names).
   - With O(adopt), reads instead what the toolkit at that path is (its nvcc's release,
     RV(adopted)) and, for that release, what a later plan needs (RV(read)); the cuda role's
     stack entry point does this in adopt mode, in the preflight.
@@ -49,7 +49,7 @@ options:
     elements: str
   stack:
     description:
-      - gpu_stack_check's loop results, one per toolkit (C(item) and C(packages)).
+      - gpu_stack_plan's loop results, one per toolkit (C(item) and C(packages)).
       - Required with O(versions).
     type: list
     elements: dict
@@ -95,13 +95,13 @@ options:
   link:
     description:
       - Also read, in the same run, how this link (C(cuda_home)) is selected and which
-        ld.so.conf.d entries are stale, and return it as RV(link), what cuda_link_state
+        ld.so.conf.d entries are stale, and return it as RV(link), what cuda_link_plan
         returns (module_utils/cuda_link.py). The entries kept are this result's
         RV(ld_conf) with the C(cuda_repo) method. The role reads it again only after a
         toolkit was installed.
     type: path
   link_path:
-    description: The toolkit the link should select (cuda_link_state's C(path)), with O(link).
+    description: The toolkit the link should select (cuda_link_plan's C(path)), with O(link).
     type: path
   files:
     description:
@@ -123,7 +123,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Work out what to install
-  cuda_toolkit_state:
+  cuda_toolkit_plan:
     versions: ["12.4"]
     stack: "{{ cuda__checks }}"
     method: cuda_repo
@@ -140,7 +140,7 @@ reused_read:
 adopted:
   description:
     - With O(adopt), what C(<adopt>/bin/nvcc --version) said - C(path), C(rc), C(release)
-      (null when none was read), C(line) and C(error), as cuda_version_facts returns it.
+      (null when none was read), C(line) and C(error), as cuda_version_info returns it.
   returned: with adopt
   type: dict
 read:
@@ -150,7 +150,7 @@ read:
   returned: with adopt
   type: dict
 link:
-  description: With O(link), cuda_link_state's result for O(link) and O(link_path).
+  description: With O(link), cuda_link_plan's result for O(link) and O(link_path).
   returned: when link is given, without adopt
   type: dict
 nvcc_paths:
@@ -213,7 +213,7 @@ def main() -> None:
         return link_state(
             link,
             path,
-            # rc 2 (no such link group) is an answer, as in cuda_link_state.
+            # rc 2 (no such link group) is an answer, as in cuda_link_plan.
             run,
             binary=module.get_bin_path("update-alternatives"),
             ld_conf_keep=keep,
@@ -223,11 +223,11 @@ def main() -> None:
         try:
             return read_host(nvcc, link, files, run, read_link, describe)
         except CommandError as exc:  # an executable nvcc that cannot be run, or hangs
-            module.fail_json(msg=f"cuda_toolkit_state: {exc}")
+            module.fail_json(msg=f"cuda_toolkit_plan: {exc}")
 
     if p["adopt"]:
         # The release first (read_nvcc words an nvcc that cannot be run, as
-        # cuda_version_facts does), then the same read as a plan of that release needs.
+        # cuda_version_info does), then the same read as a plan of that release needs.
         answers = {}
 
         def run_and_keep(argv):
@@ -249,7 +249,7 @@ def main() -> None:
     try:
         result = answer(p, found)
     except ValueError as exc:
-        module.fail_json(msg=f"cuda_toolkit_state: {exc}")
+        module.fail_json(msg=f"cuda_toolkit_plan: {exc}")
     module.exit_json(changed=False, **result)
 
 

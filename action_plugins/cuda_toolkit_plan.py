@@ -1,4 +1,4 @@
-"""Controller side of the cuda_toolkit_state module: plan from an earlier read of the host.
+"""Controller side of the cuda_toolkit_plan module: plan from an earlier read of the host.
 
 In adopt mode the cuda role's stack entry point runs the module with ``adopt`` in the
 preflight: which release the toolkit at cuda_home is, and for that release every nvcc,
@@ -27,7 +27,7 @@ from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E40
 
 
 class ActionModule(ControllerAnswer, ActionBase):
-    MODULE = "cuda_toolkit_state"
+    MODULE = "cuda_toolkit_plan"
     SPEC = toolkit_state.ARGUMENT_SPEC
     CONSTRAINTS: ClassVar[dict] = {
         "mutually_exclusive": toolkit_state.MUTUALLY_EXCLUSIVE,

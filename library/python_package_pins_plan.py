@@ -16,7 +16,7 @@ from ansible.module_utils.stack_plan import (
 
 DOCUMENTATION = r"""
 ---
-module: python_package_pins
+module: python_package_pins_plan
 short_description: Pick (or check) Python package releases for an interpreter
 description:
   - For each package, an explicit C(version) is checked against the Requires-Python of its
@@ -53,7 +53,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: The ipykernel release for the PyTorch environment's Python
-  python_package_pins:
+  python_package_pins_plan:
     python: /opt/conda/envs/pytorch/bin/python
     packages:
       - {name: ipykernel, version: "", variable: jupyter_ipykernel_version}

@@ -12,7 +12,7 @@ from ansible.module_utils.command import CommandError, run
 
 DOCUMENTATION = r"""
 ---
-module: apt_components
+module: apt_components_add
 short_description: Work out which archive components to enable for a release's suites
 description:
   - Reads C(sources.list), C(sources.list.d/*.list) and C(sources.list.d/*.sources)
@@ -81,7 +81,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Which of non-free, non-free-firmware and contrib are missing
-  apt_components:
+  apt_components_add:
     suites: [bookworm, bookworm-updates, bookworm-security]
     components: [non-free, non-free-firmware, contrib]
     exclude: [/etc/apt/sources.list.d/kindling-nvidia-distro.sources]
