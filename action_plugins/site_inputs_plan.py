@@ -31,6 +31,7 @@ for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import host_plan, site_inputs  # noqa: E402
+from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -84,19 +85,17 @@ def declared_names(repo=REPO):
     return roles, declared
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAnswer, ActionBase):
+    MODULE = "site_inputs_plan"
+    SPEC = site_inputs.ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
+    def answer(self, params):
+        task_vars = self._task_vars
         values = {
             name: self._templar.template(task_vars[name])
             for name in site_inputs.SITE_SHAPES
             if name in task_vars
         }
-        effective = self._task.args.get("effective") or {}
         unknown = []
         allow = values.get("kindling_allow_unknown_variables") or []
         if isinstance(allow, (list, tuple)):  # else its shape refuses it
@@ -105,14 +104,13 @@ class ActionModule(ActionBase):
                 self._task._variable_manager, self._loader, task_vars["inventory_hostname"]
             )
             unknown = site_inputs.unknown_variables(names, roles, declared, allow)
-        problems = site_inputs.check_site(values, effective, unknown)
+        problems = site_inputs.check_site(values, params["effective"], unknown)
         if problems:
-            result.update(
-                failed=True,
-                problems=problems,
-                msg=f"site: {len(problems)} input(s) refused before any change:\n"
+            return {
+                "changed": False,
+                "failed": True,
+                "problems": problems,
+                "msg": f"site: {len(problems)} input(s) refused before any change:\n"
                 + "\n".join(problems),
-            )
-            return result
-        result.update(changed=False, problems=[], msg=f"site: {len(values)} input(s) checked")
-        return result
+            }
+        return {"changed": False, "problems": [], "msg": f"site: {len(values)} input(s) checked"}

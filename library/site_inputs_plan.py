@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.site_inputs import ARGUMENT_SPEC
 
 DOCUMENTATION = r"""
 ---
@@ -42,7 +43,7 @@ problems:
 
 
 def main():
-    module = AnsibleModule(argument_spec={"effective": {"type": "dict", "default": {}}})
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC)
     module.fail_json(msg="site_inputs_plan runs on the controller through its action plugin")
 
 

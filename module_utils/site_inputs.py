@@ -155,3 +155,7 @@ def unknown_variables(
             f"prefix, list it in kindling_allow_unknown_variables"
         )
     return found
+
+
+# The site_inputs_plan module's arguments (library/site_inputs_plan.py documents them).
+ARGUMENT_SPEC = {"effective": {"type": "dict", "default": {}}}

@@ -124,3 +124,27 @@ def test_a_refusal_before_the_host_is_asked_runs_nothing_there():
     assert result["failed"] is True
     assert result["msg"] == "example_check: a value is bad"
     assert action.module_runs == []
+
+
+def test_every_action_plugin_shares_the_one_shape():
+    """One base for the action plugins' shared logic (issue 33): each mixes ControllerAnswer
+    into ActionBase, names its module and validates against that module's spec."""
+    import ast
+
+    from conftest import REPO_ROOT
+
+    plugins = sorted(p for p in (REPO_ROOT / "action_plugins").glob("*.py") if not p.is_symlink())
+    assert len(plugins) >= 10
+    for path in plugins:
+        tree = ast.parse(path.read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ActionModule"]
+        assert [b.id for b in cls.bases if isinstance(b, ast.Name)] == [
+            "ControllerAnswer",
+            "ActionBase",
+        ], path.name
+        module = next(
+            n.value.value
+            for n in cls.body
+            if isinstance(n, ast.Assign) and n.targets[0].id == "MODULE"
+        )
+        assert module == path.stem and (REPO_ROOT / "library" / f"{module}.py").exists()
