@@ -19,6 +19,7 @@ from its arguments alone.
 
 from __future__ import annotations
 
+import json
 import os
 
 import ansible.module_utils
@@ -33,6 +34,7 @@ for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
         ansible.module_utils.__path__.append(_path)
 
 from ansible.module_utils import host_plan  # noqa: E402
+from ansible.module_utils.atomic_file import write_atomic  # noqa: E402
 from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
 
@@ -110,4 +112,22 @@ class ActionModule(ControllerAnswer, ActionBase):
         interpreter_args = host_plan.interpreter_read_args(inputs, reads.get("torch"))
         if interpreter_args and "interpreter" not in reads:
             reads["interpreter"] = self._read("python_interpreter_info", interpreter_args)
-        return host_plan.answer(dict(params, inputs=inputs, reads=reads))
+        result = host_plan.answer(dict(params, inputs=inputs, reads=reads))
+        if params.get("report_path") and not result.get("failed"):
+            result["report_path"] = self._write_report(params["report_path"], result["plan"])
+        return result
+
+    @staticmethod
+    def _write_report(path, plan):
+        """plan.json beside gpu_check's reports, on the controller, also in check mode (it is
+        what the check decided); only rewritten when it differs."""
+        text = json.dumps(plan, indent=4, sort_keys=True) + "\n"
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if handle.read() == text:
+                    return path
+        except OSError:
+            pass
+        write_atomic(path, text, mode=0o644)
+        return path

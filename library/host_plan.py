@@ -94,6 +94,11 @@ options:
         means the part is checked again against it.
     type: str
     default: ""
+  report_path:
+    description:
+      - Where the action plugin writes the plan as JSON on the controller (rewritten only
+        when it differs, also in check mode). A module run on the host leaves it.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -127,6 +132,10 @@ part:
   description: The stage's part of the plan (checked again when RV(rechecked)).
   returned: with part
   type: dict
+report_path:
+  description: The controller file the plan was written to (with O(report_path)).
+  returned: with report_path, by the action plugin
+  type: str
 rechecked:
   description: Whether the part was checked again against a driver that changed since the plan.
   returned: with part

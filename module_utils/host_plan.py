@@ -610,6 +610,9 @@ ARGUMENT_SPEC = {
     "part": {"type": "str", "choices": list(STAGES)},
     "plan": {"type": "dict"},
     "driver_version": {"type": "str", "default": ""},
+    # Where the controller writes the plan, readable (reports/<host>/plan.json); the action
+    # plugin writes it, a module run on the host can't and leaves it.
+    "report_path": {"type": "str"},
 }
 REQUIRED_TOGETHER = [("part", "plan")]
 

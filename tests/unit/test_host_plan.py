@@ -347,3 +347,21 @@ def test_the_action_plugin_reads_what_adopt_mode_asks_for_on_the_host(tmp_path):
     part = plan["stages"]["conda_pytorch"]
     assert part["mode"] == "adopt" and part["base_python_read"]["interpreter"] == sys.executable
     assert part["python_version"] == "{}.{}".format(*sys.version_info[:2])
+
+
+def test_the_plan_is_written_readable_to_the_host_s_report_folder(tmp_path):
+    """reports/<host>/plan.json, by the controller (no module run for it), the same plan."""
+    import json
+
+    report = tmp_path / "reports" / "h1" / "plan.json"
+    args = {"facts": {"architecture": "x86_64"}, "host": "h1", "report_path": str(report)}
+    extra = {"role_path": str(REPO_ROOT / "roles" / "gpu_preflight")}
+    result = run_adhoc("host_plan", args, tmp_path, extra_vars=extra)
+    assert not result.get("failed"), result
+    assert result["report_path"] == str(report)
+    assert json.loads(report.read_text()) == result["plan"]
+    before = report.stat().st_mtime_ns
+    again = run_adhoc("host_plan", args, tmp_path, extra_vars=extra)
+    assert json.loads(report.read_text()) == again["plan"]
+    # The same plan again: the file is left as it was.
+    assert report.stat().st_mtime_ns == before
