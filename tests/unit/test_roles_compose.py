@@ -204,3 +204,18 @@ def test_the_one_play_holds_every_role_in_site_yml_order():
     assert [r for r in roles if r in staged] == staged
     # site.yml carries out the reboot requests at the end of the driver stage.
     assert roles.index("reboot_coordinator") == roles.index("nvidia_driver") + 1
+
+
+@pytest.mark.parametrize("role", ["jupyter", "dcgm_exporter"])
+def test_a_role_skips_a_host_without_systemd_whatever_steps_run(role):
+    """The skip runs under any tag selection: with --skip-tags verify (the no-op re-run) a
+    step tag on it used to skip the skip, and the role's install then ran on a GPU VM whose
+    service manager is not systemd (found on the H100, session 32)."""
+    tasks = yaml.safe_load((REPO_ROOT / "roles" / role / "tasks" / "preflight.yml").read_text())
+    skip = next(
+        t
+        for t in tasks
+        if (t.get("ansible.builtin.include_tasks") or {}).get("file") == "skip-without-systemd.yml"
+    )
+    assert skip["tags"] == ["always"]
+    assert skip["ansible.builtin.include_tasks"]["apply"]["tags"] == ["always"]
