@@ -62,6 +62,34 @@ options:
     description: The driver version glob of this plan, for the reason.
     type: str
     default: ""
+  module_options:
+    description:
+      - The kernel-module options the role's modprobe.d file sets (the plan's
+        C(packages.module_options), less those left to the module's default), each with
+        C(module), C(option), C(value) and C(line).
+      - Where the nvidia module is loaded (O(kernel_module)'s C(state)) and runs without one
+        of them (O(module_params)), a reboot is needed and the reason names the option; where
+        O(module_params) was not read, a change of the file (O(module_options_changed)) decides
+        (module_utils/nvidia_module_options.py C(reboot_reason)).
+    type: list
+    elements: dict
+    default: []
+  module_options_file:
+    description: The role's modprobe.d file, for the reason.
+    type: str
+    default: ""
+  module_options_changed:
+    description: The stage wrote or removed that file in this run (or would, in check mode).
+    type: bool
+    default: false
+  module_options_skipped:
+    description: The plan's options left to the module's default, for the reason.
+    type: list
+    elements: str
+    default: []
+  module_params:
+    description: C(/proc/driver/nvidia/params) as read; omitted when not read.
+    type: str
 attributes:
   check_mode:
     support: full

@@ -49,6 +49,26 @@ options:
     type: list
     elements: str
     default: []
+  module_options:
+    description:
+      - The kernel-module options the role wrote (the plan's C(packages.module_options), less
+        those left to the module's default), each with C(module), C(option), C(value) and
+        C(line).
+      - Where the driver works and O(module_params) was read, an option of the nvidia module
+        that the loaded module does not run with is the problem, with its remedy
+        (module_utils/nvidia_module_options.py C(verify_problem)).
+    type: list
+    elements: dict
+    default: []
+  module_params:
+    description:
+      - C(/proc/driver/nvidia/params) as read after the stage; omitted when not read (the
+        module is not loaded, or no option is planned), and then no option is checked.
+    type: str
+  module_options_file:
+    description: The modprobe.d file the role writes them to, for the message.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full

@@ -21,6 +21,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible.module_utils import nvidia_module_options
 from ansible.module_utils.command import CommandError, run
 from ansible.module_utils.gpu_compat import driver_branch, version_cmp
 
@@ -209,22 +210,34 @@ VERDICT_SPEC: Dict[str, Any] = {
     "branch": {"type": "str", "required": True},
     "reboot_pending": {"type": "bool", "default": False},
     "reboot_reasons": {"type": "list", "elements": "str", "default": []},
+    # The plan's kernel-module options the role wrote, and /proc/driver/nvidia/params as
+    # read after the stage (None: not read). module_utils/nvidia_module_options.py.
+    "module_options": {"type": "list", "elements": "dict", "default": []},
+    "module_params": {"type": "str"},
+    "module_options_file": {"type": "str", "default": ""},
 }
 
 
 def verdict_for(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The nvidia_driver_verdict_plan result for VERDICT_SPEC's validated params."""
-    return {
-        "changed": False,
-        "problem": verify_problem(
-            params["nvidia_smi"],
-            params["kernel_module"],
-            params["outcome"],
-            params["branch"],
+    """The nvidia_driver_verdict_plan result for VERDICT_SPEC's validated params: the
+    driver's problem, else the planned module options the loaded module does not run with."""
+    problem = verify_problem(
+        params["nvidia_smi"],
+        params["kernel_module"],
+        params["outcome"],
+        params["branch"],
+        params["reboot_pending"],
+        params["reboot_reasons"],
+    )
+    if not problem:
+        problem = nvidia_module_options.verify_problem(
+            params.get("module_options") or [],
+            params.get("module_params"),
+            params.get("module_options_file") or "",
             params["reboot_pending"],
             params["reboot_reasons"],
-        ),
-    }
+        )
+    return {"changed": False, "problem": problem}
 
 
 def verify_problem(
@@ -361,6 +374,7 @@ def reboot_plan(
     policy: str,
     packages: List[str],
     version_glob: str,
+    options_reason: str = "",
 ) -> Dict[str, Any]:
     """Whether the driver needs a reboot, and the one reason the reboot request files.
 
@@ -369,7 +383,9 @@ def reboot_plan(
     earlier run: a change recorded in this boot (``boot_id``) still needs its reboot, and
     its packages name the reason, so that a later run (or an adopting one) files the same.
     nvidia-smi's own ``reboot_required`` (the driver is installed but not loaded) comes
-    first; ``policy`` ``always`` asks for a reboot anyway.
+    first; ``policy`` ``always`` asks for a reboot anyway. ``options_reason``
+    (nvidia_module_options.reboot_reason) asks for one where the loaded module does not run
+    with the planned kernel-module options; it joins the reason of a driver change.
     """
     record = record if isinstance(record, dict) else {}
     recorded_now = bool(record) and str(record.get("boot_id") or "").strip() == boot_id.strip()
@@ -388,14 +404,19 @@ def reboot_plan(
             f"the NVIDIA driver packages changed in this boot ({what} {version}); the new "
             f"kernel module is loaded by a reboot ({module_reason})"
         )
+    elif options_reason:
+        reason = options_reason
     elif policy == "always":
         reason = "nvidia_driver_reboot_policy is always"
     else:
         reason = f"the NVIDIA driver is loaded ({smi.get('driver_version') or 'none'})"
+    if options_reason and (smi_reboot or changed_this_boot):
+        reason += f"; also, {options_reason}"
+    needed = changed_this_boot or smi_reboot or bool(options_reason) or policy == "always"
     return {
         "changed_this_boot": changed_this_boot,
         "smi_reboot": smi_reboot,
-        "reboot_needed": changed_this_boot or smi_reboot or policy == "always",
+        "reboot_needed": needed,
         "reason": reason,
     }
 
@@ -412,6 +433,14 @@ REBOOT_PLAN_SPEC: Dict[str, Any] = {
     "policy": {"type": "str", "required": True},
     "packages": {"type": "list", "elements": "str", "default": []},
     "version_glob": {"type": "str", "default": ""},
+    # The kernel-module options the role's modprobe.d file sets, whether this run wrote or
+    # removed it, /proc/driver/nvidia/params as read (None: not read) and the options left
+    # to the module's default: module_utils/nvidia_module_options.py reboot_reason.
+    "module_options": {"type": "list", "elements": "dict", "default": []},
+    "module_options_file": {"type": "str", "default": ""},
+    "module_options_changed": {"type": "bool", "default": False},
+    "module_options_skipped": {"type": "list", "elements": "str", "default": []},
+    "module_params": {"type": "str"},
 }
 
 
@@ -452,6 +481,14 @@ def reboot_plan_for(params: Dict[str, Any]) -> Dict[str, Any]:
         if not params.get("state_dir"):
             raise ValueError("one of state_dir or change_record is required")
         found = read_change_record(params["state_dir"])
+    options_reason = nvidia_module_options.reboot_reason(
+        params.get("module_options") or [],
+        params.get("module_params"),
+        params.get("module_options_file") or "",
+        bool(params.get("module_options_changed")),
+        params["kernel_module"].get("state") == "loaded",
+        params.get("module_options_skipped") or [],
+    )
     return reboot_plan(
         params["changed_now"],
         found.get("record"),
@@ -461,4 +498,5 @@ def reboot_plan_for(params: Dict[str, Any]) -> Dict[str, Any]:
         params["policy"],
         params["packages"],
         params["version_glob"],
+        options_reason,
     )

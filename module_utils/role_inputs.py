@@ -232,6 +232,12 @@ SHAPES: Dict[str, Dict[str, Shape]] = {
         "nvidia_driver_version": DRIVER_VERSION,
         "nvidia_driver_package_flavor": Spec(),
         "nvidia_driver_kernel_modules": Spec(),
+        # argument_specs' choices: the vendor catalogue's kernel_module_options
+        # (tests/unit/test_nvidia_driver_module_options.py keeps the two in step).
+        "nvidia_driver_module_options_skip": Spec(),
+        "nvidia_driver_module_options_file": ConsumedFile(
+            "modprobe_d", example="/etc/modprobe.d/kindling-nvidia-options.conf"
+        ),
         "nvidia_driver_adopt_newer": Spec(),
         "nvidia_driver_minimum_version": Pattern(
             r"[0-9]{3}(\.[0-9]{1,3}){0,2}",
