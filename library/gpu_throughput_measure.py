@@ -403,9 +403,10 @@ headline_line:
   type: str
 headline:
   description:
-    - How a failing host is announced. It is C(is slow) when a mode measured below its
-      reference or a GPU trails the others, C(could not measure) when nothing was
-      measured, and C(failed the check) otherwise.
+    - How the host is announced. It is C(passed the check) when the verdict is pass. For a
+      failing host it is C(is slow) when a mode measured below its reference or a GPU
+      trails the others, C(could not measure) when nothing was measured, and
+      C(failed the check) otherwise.
   returned: always
   type: str
 health_codes:

@@ -1759,7 +1759,10 @@ def not_measured_line(busy: Optional[Mapping[str, Any]]) -> str:
 def headline(judgement: Optional[Mapping[str, Any]], verdict: str) -> str:
     """How the failing host's headline reads: 'is slow' only when a mode measured below its
     reference (or a GPU trails the others), 'could not measure' when nothing was measured,
-    else 'failed the check' (a probe failed, a required mode did not run)."""
+    else 'failed the check' (a probe failed, a required mode did not run). A passing host's
+    reads 'passed the check' (gpu-check.json carries it for every host)."""
+    if verdict == "pass":
+        return "passed the check"
     if verdict == "not_measured":
         return "could not measure"
     judged = judgement or {}

@@ -30,6 +30,35 @@ for extra in (REPO_ROOT / "library",):
         sys.path.insert(0, str(extra))
 
 
+@pytest.fixture(scope="module")
+def controller_mode():
+    """Run a test file in controller mode, and leave target mode behind (a file that renders
+    the roles' templates takes it: ``pytestmark = pytest.mark.usefixtures("controller_mode")``).
+
+    Importing Ansible's templating (ansible._internal) switches module_utils into
+    controller mode for the whole process: warn() then goes to the controller's display,
+    not into a module's result. The module tests that run in-process later in the session
+    (dpkg_prepare, gpu_throughput_measure, ...) need target mode, so put it back afterwards.
+    """
+    from ansible.module_utils import _internal
+    from ansible.module_utils._internal import _traceback
+
+    names = ("is_controller", "get_controller_serialize_map", "import_controller_module")
+    saved = {name: getattr(_internal, name) for name in names}
+    saved_traceback = _traceback._is_traceback_enabled
+    import ansible._internal as controller  # after saving what its import changes
+    import ansible.utils.display as display
+
+    _internal.is_controller = True
+    _internal.get_controller_serialize_map = controller.get_controller_serialize_map
+    _internal.import_controller_module = controller.import_controller_module
+    _traceback._is_traceback_enabled = display._is_controller_traceback_enabled
+    yield
+    for name, value in saved.items():
+        setattr(_internal, name, value)
+    _traceback._is_traceback_enabled = saved_traceback
+
+
 @pytest.fixture(autouse=True)
 def _fresh_module_warnings():
     """Modules run in-process keep warnings in a global; start every test without them.

@@ -261,6 +261,10 @@ def test_headlines_say_what_happened() -> None:
     assert headline(crashed, "fail") == "could not measure"
     probe = {"failed_modes": [], "modes": {"fp32": {"status": "pass", "ratio": 1.0}}}
     assert headline(probe, "fail") == "failed the check"
+    # A passing host is not announced as failing (gpu-check.json carried "failed the check"
+    # for passing hosts before).
+    assert headline(slow, "pass") == "passed the check"
+    assert headline(None, "pass") == "passed the check"
 
 
 def test_the_headline_line_names_the_host_and_never_calls_an_unmeasured_host_slow() -> None:

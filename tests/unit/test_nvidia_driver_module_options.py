@@ -223,27 +223,8 @@ def test_verdict_a_broken_driver_comes_first():
 # --- the role's tasks, templated as Ansible does
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _controller_mode():
-    """Ansible's templating switches module_utils into controller mode: put it back after
-    (tests/unit/test_rendering.py's fixture, for the same reason)."""
-    from ansible.module_utils import _internal
-    from ansible.module_utils._internal import _traceback
-
-    names = ("is_controller", "get_controller_serialize_map", "import_controller_module")
-    saved = {name: getattr(_internal, name) for name in names}
-    saved_traceback = _traceback._is_traceback_enabled
-    import ansible._internal as controller
-    import ansible.utils.display as display
-
-    _internal.is_controller = True
-    _internal.get_controller_serialize_map = controller.get_controller_serialize_map
-    _internal.import_controller_module = controller.import_controller_module
-    _traceback._is_traceback_enabled = display._is_controller_traceback_enabled
-    yield
-    for name, value in saved.items():
-        setattr(_internal, name, value)
-    _traceback._is_traceback_enabled = saved_traceback
+# Renders the roles' templates: controller mode, put back afterwards (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("controller_mode")
 
 
 @functools.lru_cache(maxsize=None)
