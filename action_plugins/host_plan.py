@@ -33,9 +33,39 @@ for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
-from ansible.module_utils import host_plan  # noqa: E402
+from ansible.module_utils import default_stack, host_plan  # noqa: E402
 from ansible.module_utils.atomic_file import write_atomic  # noqa: E402
 from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
+
+
+def _user_variable_names(task, loader, hostname):
+    """site_inputs_plan's user_variable_names (the user's inventory and extra vars), loaded
+    from the plugin beside this one."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_inputs_plan.py")
+    spec = importlib.util.spec_from_file_location("kindling_site_inputs_plan", path)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    return plugin.user_variable_names(task._variable_manager, loader, hostname)
+
+
+def _playbook_names(task):
+    """The names a playbook sets for this task: its play's vars (an import_playbook's vars
+    are its plays'), its blocks' and its own vars, include parameters and role parameters.
+    A kept value is a fact, which outranks all of these, so each counts as chosen."""
+    names = set(task.get_vars() or {}) | set(task.get_include_params() or {})
+    role = getattr(task, "_role", None)
+    if role is not None:
+        names |= set(role.get_role_params() or {})
+    node = task
+    while node is not None:
+        play = getattr(node, "_play", None)
+        if play is not None:
+            names |= set(play.vars or {})
+            break
+        node = getattr(node, "_parent", None)
+    return names
 
 
 class ActionModule(ControllerAnswer, ActionBase):
@@ -112,10 +142,63 @@ class ActionModule(ControllerAnswer, ActionBase):
         interpreter_args = host_plan.interpreter_read_args(inputs, reads.get("torch"))
         if interpreter_args and "interpreter" not in reads:
             reads["interpreter"] = self._read("python_interpreter_info", interpreter_args)
+        kept = self._stack_keep(inputs)
+        inputs.update(kept["kept"])
         result = host_plan.answer(dict(params, inputs=inputs, reads=reads))
+        if "plan" in result:
+            result["plan"]["stack_keep"] = kept
         if params.get("report_path") and not result.get("failed"):
             result["report_path"] = self._write_report(params["report_path"], result["plan"])
         return result
+
+    def _value(self, name, inputs):
+        """An input as the plan has it, else as the task variables hold it, else the owning
+        role's default."""
+        if name in inputs:
+            return inputs[name]
+        if name in self._task_vars:
+            return self._templar.template(self._task_vars[name])
+        return self._role_default(name)
+
+    def _stack_keep(self, inputs):
+        """Issue 35: the stack the stages left on this host, kept for each stack variable the
+        user did not set, unless kindling_stack_upgrade is true (default_stack.keep). One
+        module run (stack_record_info) reads, for each stage with a variable left to the role's
+        default, the stage's record, else what Kindling's own files say (a host converged
+        before the records); none where every stack variable is the user's."""
+        for name in default_stack.STACK_VARIABLES:
+            if name not in inputs:
+                value = self._value(name, inputs)
+                if value is not None:
+                    inputs[name] = value
+        user = default_stack.chosen(
+            inputs,
+            {name: self._role_default(name) for name in default_stack.STACK_VARIABLES},
+            _user_variable_names(
+                self._task, self._loader, self._task_vars.get("inventory_hostname")
+            )
+            | _playbook_names(self._task),
+        )
+        upgrade = self._templar.template(self._task_vars.get(default_stack.UPGRADE_VARIABLE, False))
+        stages = {
+            stage: paths
+            for stage, paths in default_stack.record_paths(
+                {name: self._value(name, inputs) for name in default_stack.PATH_VARIABLES},
+                host_plan.environment(inputs),
+            ).items()
+            if not all(n in user for n in default_stack.STAGE_VARIABLES[stage])
+        }
+        found = self._read("stack_record_info", {"stages": stages})["stages"] if stages else {}
+        recorded = {}
+        for stage in found.values():
+            recorded.update(stage.get("values") or {})
+        kept = default_stack.keep(inputs, recorded, user, upgrade)
+        kept["recorded"] = recorded
+        kept["sources"] = sorted(
+            {p for stage in found.values() for p in stage.get("sources") or []}
+        )
+        kept["files"] = {name: stage["file"] for name, stage in found.items() if stage.get("file")}
+        return kept
 
     @staticmethod
     def _write_report(path, plan):

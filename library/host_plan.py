@@ -125,7 +125,8 @@ RETURN = r"""
 plan:
   description: >-
     The plan (keys inputs, gpus, gpus_from, gpu_present, driver_version, facts, reads, stack,
-    catalogue, stages).
+    catalogue, stages; and stack_keep, the action plugin's answer of what stack the stages
+    left on the host and which of it this run keeps - module_utils/default_stack.py).
   returned: without part
   type: dict
 part:
@@ -140,6 +141,12 @@ rechecked:
   description: Whether the part was checked again against a driver that changed since the plan.
   returned: with part
   type: bool
+record_file:
+  description: >-
+    The stage's stack record as stage 1 read it (module_utils/managed_files.py describe), for
+    managed_files_write's current; null where stage 1 did not read it.
+  returned: with part
+  type: dict
 problems:
   description: >-
     One line per retired variable set; with O(part), the catalogue's blocking problems

@@ -17,7 +17,7 @@ Runs on target hosts: Python 3.8 compatible, standard library only.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 
@@ -579,6 +579,29 @@ def suggest_cudnn_for_cuda(cuda: Any) -> Optional[str]:
     return ".".join(str(p) for p in parse_version(best["cudnn"])[:3])
 
 
+def _cudnn_other_majors(naming: Mapping[str, Any], fmt: Mapping[str, Any], major: int) -> List[str]:
+    """The same cuDNN major's runtime and dev packages for the other CUDA majors its releases
+    were built for (cuDNN 9 names them per CUDA major: libcudnn9-cuda-12, -13). Kindling holds
+    the ones it installs, so a move across CUDA majors must release and remove the old ones
+    (roles/cuda/tasks/cudnn-apt.yml); none where the names do not carry the CUDA major."""
+    if "{cuda_major}" not in naming["runtime"]:
+        return []
+    majors = sorted(
+        {
+            int(m)
+            for row in CUDNN_CUDA_MAJORS
+            if parse_version(row["first"])[0] == major
+            for m in row["cuda_majors"]
+        }
+        - {fmt["cuda_major"]}
+    )
+    return [
+        naming[kind].format(**dict(fmt, cuda_major=other))
+        for other in majors
+        for kind in ("runtime", "dev")
+    ]
+
+
 def cudnn_packages(cudnn_version: Any, cuda_version: Any) -> Dict[str, Any]:
     """apt package names and version pattern of cuDNN ``cudnn_version`` for ``cuda_version``.
 
@@ -626,6 +649,7 @@ def cudnn_packages(cudnn_version: Any, cuda_version: Any) -> Dict[str, Any]:
         "apt_version_pattern": version,
         "packages": [f"{runtime}={version}", f"{dev}={version}"],
         "hold": [runtime, dev],
+        "replaces": _cudnn_other_majors(naming, fmt, major),
         "source": naming["source"] + ((" ; build: " + build["source"]) if build else ""),
     }
     return result
@@ -1106,11 +1130,13 @@ def _check_torch(
 
     if wheel is not None and cuda and parse_version(wheel["cuda"])[0] != parse_version(cuda)[0]:
         major = parse_version(cuda)[0]
-        same = [v for v, w in _by_cuda(variants) if parse_version(w["cuda"])[0] == major]
+        same = [(v, w) for v, w in _by_cuda(variants) if parse_version(w["cuda"])[0] == major]
+        # The newest wheel of the toolkit's major that is no newer than the toolkit: a newer
+        # one (cu132 for CUDA 13.0) would need a newer driver than the toolkit's.
+        fitting = [v for v, w in same if version_cmp(w["cuda"], cuda) <= 0]
+        pick = (fitting or [v for v, _ in same])[-1:]
         fix = (
-            [_fix("torch_cuda_variant", same[-1])]
-            if same
-            else [_fix("cuda_version", wheel["cuda"])]
+            [_fix("torch_cuda_variant", pick[0])] if pick else [_fix("cuda_version", wheel["cuda"])]
         )
         problems.append(
             _problem(

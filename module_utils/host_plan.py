@@ -146,9 +146,42 @@ def catalogue(
         gpus=list(gpus),
     )
     result = _check(args)
-    return {
+    answer = {
         key: result.get(key) for key in ("ok", "repository", "packages", "problems", "notes", "msg")
     }
+    answer["default_stack"] = default_stack_for(stack_args, facts)
+    return answer
+
+
+def default_stack_for(stack_args: Mapping[str, Any], facts: Mapping[str, Any]) -> Optional[Dict]:
+    """The nearest supported stack for the host's OS: the catalogue's default stack for its
+    NVIDIA repository (``default_stacks``, module_utils/default_stack.py), with what the
+    plan's own stack differs in (``differs``); None for an OS with no default."""
+    from ansible.module_utils.default_stack import VARIABLES, for_host
+
+    found = for_host(
+        _text(stack_args.get("repo_distro")),
+        facts.get("distribution"),
+        facts.get("distribution_version"),
+    )
+    if not found:
+        return None
+    keys = {
+        "nvidia_driver_branch": "driver_branch",
+        "cuda_version": "cuda_version",
+        "cuda_cudnn_version": "cudnn_version",
+        "conda_pytorch_version": "torch_version",
+        "conda_pytorch_cuda_variant": "torch_cuda_variant",
+        "conda_pytorch_python_version": "python_version",
+    }
+    found["differs"] = sorted(
+        name
+        for name in VARIABLES.values()
+        if name in keys
+        and _text(stack_args.get(keys[name]))
+        and _text(stack_args.get(keys[name])) != found["variables"][name]
+    )
+    return found
 
 
 def build(
@@ -542,7 +575,15 @@ def take_part(plan: Mapping[str, Any], stage: str, driver_version: str) -> Dict[
     problems = part_problems(stage, part)
     checks = part.get("checks") if stage == "cuda" else [part.get("check")]
     messages = [c["msg"] for c in checks or [] if c and not c.get("ok")]
-    result: Dict[str, Any] = {"changed": False, "part": part, "rechecked": rechecked}
+    # What stage 1 read of the stage's stack record (issue 35; roles/*/tasks/stack_record.yml
+    # writes it through managed_files_write with this as its `current`).
+    record = ((plan.get("stack_keep") or {}).get("files") or {}).get(stage)
+    result: Dict[str, Any] = {
+        "changed": False,
+        "part": part,
+        "rechecked": rechecked,
+        "record_file": record or None,
+    }
     if problems:
         result.update(failed=True, problems=problems, msg=f"{stage}: " + "\n".join(messages))
     else:

@@ -27,6 +27,7 @@ import difflib
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 from ansible.module_utils.input_types import (
+    Choice,
     Count,
     ListOf,
     Pattern,
@@ -45,6 +46,7 @@ ALLOW_ENTRY = Pattern(
 SITE_SHAPES: Dict[str, Shape] = {
     "kindling_serial": Count("hosts per batch", '"25%"'),
     "kindling_allow_unknown_variables": ListOf(ALLOW_ENTRY, unique=True),
+    "kindling_stack_upgrade": Choice((True, False)),
 }
 
 # The kindling_ variables that belong to no one role, each declared once, with what it is.
@@ -57,6 +59,9 @@ KINDLING_GLOBALS: Dict[str, str] = {
     "playbooks runs on (default gpu_hosts)",
     "kindling_allow_unknown_variables": "names, or prefixes ending in _, of the user's own "
     "variables under a Kindling prefix, let through the unknown-variables check",
+    "kindling_stack_upgrade": "true: a host converged by Kindling moves to the current default "
+    "stack (driver branch, CUDA, cuDNN, torch); false (the default): it keeps the stack it "
+    "recorded (module_utils/default_stack.py)",
     "kindling_defer_reboot": "site.yml sets it for the nouveau stage: its reboot waits for "
     "reboot_coordinator's one reboot",
     "kindling_effective_inputs": "set by stage 1: every role's effective inputs, for the "

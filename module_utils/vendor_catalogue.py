@@ -3755,6 +3755,195 @@ CATALOGUE = json.loads(
    }
   ]
  },
+ "default_stacks": {
+  "ubuntu2204": {
+   "driver_branch": "580",
+   "cuda": "13.0",
+   "cudnn": "9.14.0",
+   "torch": "2.14.1",
+   "torchvision": "0.29.1",
+   "torch_variant": "cu130",
+   "python": "3.12",
+   "leaves_out": [
+    {
+     "cc": [
+      "5.0",
+      "5.2",
+      "6.0",
+      "6.1",
+      "7.0"
+     ],
+     "what": "Maxwell, Pascal and Volta (M60, P100, V100)"
+    }
+   ],
+   "reasons": [
+    {
+     "what": "torch 2.14.1 is the newest torch with a torchvision on PyPI (0.29.1); 2.15.0 has none yet",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet; PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    },
+    {
+     "what": "cu130 is PyPI's default wheel of 2.14.1 (the wheel tests/registry resolves) and is built for 7.5, 8.0, 8.6, 9.0, 10.0 and 12.0+PTX: Turing, Ampere, Ada, Hopper and Blackwell; not for 7.0 and older",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)"
+    },
+    {
+     "what": "CUDA 13.0 is the toolkit of the cu130 wheel, served by this repository (CUDA 13 dropped offline compilation for Maxwell, Pascal and Volta)",
+     "source": "CUDA 13.2.2 release notes s2.6.2 (Maxwell/Pascal/Volta offline compilation removed in CUDA 13.0); pytorch/pytorch#157517; NVIDIA/cuDecomp PR #97; gitlab.com/nvidia/container-images/cuda#157 (the ubuntu2204 repository was created after Ubuntu 22.04's release in April 2022, i.e. after CUDA 11.6 Update 2; 11.7 came in May 2022); third-party install guides for CUDA 11.7 on 22.04. Inferred: no NVIDIA listing of the repository was read"
+    },
+    {
+     "what": "branch 580 is NVIDIA's long-term branch (supported to 2028-06) and CUDA 13.0's (minimum 580.65.06). The cu132 wheel would need CUDA 13.2's driver (595.45.04 or newer): branch 595 is a production branch that ends 2027-03, and no source in this catalogue shows branch 620 in NVIDIA's repositories or its GPU support, so 620 is not chosen",
+     "source": "docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html and its 615 and 620 editions (.../drivers/620/supported-drivers-and-cuda-toolkit-versions.html); R580 EOL is August 2028 on the older page and June 2028 on the 615/620 pages; NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
+    },
+    {
+     "what": "cuDNN 9.14.0 is the newest cuDNN whose archives' sha256 the catalogue knows from a second copy (cudnn_redist_info.known_sha256) and it is built for CUDA 12 and 13; torch's wheel bundles its own (9.24.0.43)",
+     "source": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json)"
+    },
+    {
+     "what": "Python 3.12 is inside 2.14.1's and 0.29.1's wheels (cp310-cp314)",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    }
+   ]
+  },
+  "ubuntu2404": {
+   "driver_branch": "580",
+   "cuda": "13.0",
+   "cudnn": "9.14.0",
+   "torch": "2.14.1",
+   "torchvision": "0.29.1",
+   "torch_variant": "cu130",
+   "python": "3.12",
+   "leaves_out": [
+    {
+     "cc": [
+      "5.0",
+      "5.2",
+      "6.0",
+      "6.1",
+      "7.0"
+     ],
+     "what": "Maxwell, Pascal and Volta (M60, P100, V100)"
+    }
+   ],
+   "reasons": [
+    {
+     "what": "torch 2.14.1 is the newest torch with a torchvision on PyPI (0.29.1); 2.15.0 has none yet",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet; PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    },
+    {
+     "what": "cu130 is PyPI's default wheel of 2.14.1 (the wheel tests/registry resolves) and is built for 7.5, 8.0, 8.6, 9.0, 10.0 and 12.0+PTX: Turing, Ampere, Ada, Hopper and Blackwell; not for 7.0 and older",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)"
+    },
+    {
+     "what": "CUDA 13.0 is the toolkit of the cu130 wheel, served by this repository (CUDA 13 dropped offline compilation for Maxwell, Pascal and Volta)",
+     "source": "CUDA 13.2.2 release notes s2.6.2 (Maxwell/Pascal/Volta offline compilation removed in CUDA 13.0); pytorch/pytorch#157517; NVIDIA/cuDecomp PR #97; gitlab.com/nvidia/container-images/cuda#157 (the ubuntu2204 repository was created after Ubuntu 22.04's release in April 2022, i.e. after CUDA 11.6 Update 2; 11.7 came in May 2022); third-party install guides for CUDA 11.7 on 22.04. Inferred: no NVIDIA listing of the repository was read"
+    },
+    {
+     "what": "branch 580 is NVIDIA's long-term branch (supported to 2028-06) and CUDA 13.0's (minimum 580.65.06). The cu132 wheel would need CUDA 13.2's driver (595.45.04 or newer): branch 595 is a production branch that ends 2027-03, and no source in this catalogue shows branch 620 in NVIDIA's repositories or its GPU support, so 620 is not chosen",
+     "source": "docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html and its 615 and 620 editions (.../drivers/620/supported-drivers-and-cuda-toolkit-versions.html); R580 EOL is August 2028 on the older page and June 2028 on the 615/620 pages; NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
+    },
+    {
+     "what": "cuDNN 9.14.0 is the newest cuDNN whose archives' sha256 the catalogue knows from a second copy (cudnn_redist_info.known_sha256) and it is built for CUDA 12 and 13; torch's wheel bundles its own (9.24.0.43)",
+     "source": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json)"
+    },
+    {
+     "what": "Python 3.12 is inside 2.14.1's and 0.29.1's wheels (cp310-cp314)",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    }
+   ]
+  },
+  "debian12": {
+   "driver_branch": "580",
+   "cuda": "13.0",
+   "cudnn": "9.14.0",
+   "torch": "2.14.1",
+   "torchvision": "0.29.1",
+   "torch_variant": "cu130",
+   "python": "3.12",
+   "leaves_out": [
+    {
+     "cc": [
+      "5.0",
+      "5.2",
+      "6.0",
+      "6.1",
+      "7.0"
+     ],
+     "what": "Maxwell, Pascal and Volta (M60, P100, V100)"
+    }
+   ],
+   "reasons": [
+    {
+     "what": "torch 2.14.1 is the newest torch with a torchvision on PyPI (0.29.1); 2.15.0 has none yet",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; PyPI JSON API (pypi.org/pypi/torchvision/json) and wheel METADATA read 2026-12-05: 0.27.1 Requires-Dist 'torch (==2.12.1)', 0.28.0 'torch (==2.13.0)', 0.29.0 'torch (==2.14.0)', 0.29.1 'torch (>=2.14.0)' (uploaded with torch 2.14.1 on 2026-09-30), cp310-cp314 wheels. 0.29.2 (2026-10-28, py3-none wheels built on torch's stable ABI, _C_stable.so) requires 'torch (>=2.14.0)'; no source read names it as torch 2.15.0's pair, so 2.15.0 has none yet; PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    },
+    {
+     "what": "cu130 is PyPI's default wheel of 2.14.1 (the wheel tests/registry resolves) and is built for 7.5, 8.0, 8.6, 9.0, 10.0 and 12.0+PTX: Turing, Ampere, Ada, Hopper and Blackwell; not for 7.0 and older",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json) and, read by HTTP range requests on 2026-12-05, the METADATA and torch/version.py of each release's cp312 manylinux_2_28_x86_64 wheel (PyPI's default wheel): 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0 and 2.14.1 are '+cu130' (Requires-Dist cuda-toolkit 13.0.2/13.0.3; nvidia-cudnn-cu13 9.19.0.56 for 2.11.0, 9.20.0.48 for 2.12.x and 2.13.0, 9.24.0.43 for 2.14.x; nvidia-nccl-cu13 2.28.9, 2.29.7, 2.30.7), 2.15.0 is '+cu132' (cuda-toolkit 13.2.2, nvidia-cudnn-cu13 9.26.0.51, nvidia-nccl-cu13 2.30.7); Requires-Python '>=3.10' with cp310-cp314 wheels up to 2.14.1, '>=3.11' with cp311-cp315 wheels for 2.15.0; uploaded 2.12.1 2026-06-17, 2.14.0 2026-09-02, 2.14.1 2026-09-30, 2.15.0 2026-10-28; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)"
+    },
+    {
+     "what": "CUDA 13.0 is the toolkit of the cu130 wheel, served by this repository (CUDA 13 dropped offline compilation for Maxwell, Pascal and Volta)",
+     "source": "CUDA 13.2.2 release notes s2.6.2 (Maxwell/Pascal/Volta offline compilation removed in CUDA 13.0); pytorch/pytorch#157517; NVIDIA/cuDecomp PR #97; gitlab.com/nvidia/container-images/cuda#157 (the ubuntu2204 repository was created after Ubuntu 22.04's release in April 2022, i.e. after CUDA 11.6 Update 2; 11.7 came in May 2022); third-party install guides for CUDA 11.7 on 22.04. Inferred: no NVIDIA listing of the repository was read"
+    },
+    {
+     "what": "branch 580 is NVIDIA's long-term branch (supported to 2028-06) and CUDA 13.0's (minimum 580.65.06). The cu132 wheel would need CUDA 13.2's driver (595.45.04 or newer): branch 595 is a production branch that ends 2027-03, and no source in this catalogue shows branch 620 in NVIDIA's repositories or its GPU support, so 620 is not chosen",
+     "source": "docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html and its 615 and 620 editions (.../drivers/620/supported-drivers-and-cuda-toolkit-versions.html); R580 EOL is August 2028 on the older page and June 2028 on the 615/620 pages; NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
+    },
+    {
+     "what": "cuDNN 9.14.0 is the newest cuDNN whose archives' sha256 the catalogue knows from a second copy (cudnn_redist_info.known_sha256) and it is built for CUDA 12 and 13; torch's wheel bundles its own (9.24.0.43)",
+     "source": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml; cuDNN support matrices: docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0 .. v9.10.2 (CUDA 11.x builds up to 9.10.2), 9.17.0 (CUDA 13.0/13.1 and 12.x, no 11.x); first cuda13 builds in 9.12.0.46 (redistrib_9.12.0.json)"
+    },
+    {
+     "what": "Python 3.12 is inside 2.14.1's and 0.29.1's wheels (cp310-cp314)",
+     "source": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    }
+   ]
+  },
+  "ubuntu2004": {
+   "driver_branch": "580",
+   "cuda": "12.9",
+   "cudnn": "9.14.0",
+   "torch": "2.9.1",
+   "torchvision": "0.24.1",
+   "torch_variant": "cu128",
+   "python": "3.12",
+   "leaves_out": [
+    {
+     "cc": [
+      "5.0",
+      "5.2",
+      "6.0",
+      "6.1"
+     ],
+     "what": "Maxwell and Pascal (M60, P100)"
+    }
+   ],
+   "reasons": [
+    {
+     "what": "ubuntu2004 serves CUDA 11.0 to 12.9: no CUDA 13 toolkit, so no cu130 or cu132 stack",
+     "source": "TensorRT 10.13.2 release notes ('Added support for CUDA 13.0 ... Dropped support for Ubuntu 20.04'); an EasyBuild PR summarising the CUDA 13.0 release notes; both third-party. COMPAT.md read the CUDA 13.2.2 notes as dropping Ubuntu 20.04 only in 13.2 Update 2: the stricter reading is kept, so a plan is refused rather than failing half-way; replicate/cog PR #3016 pkg/config/cuda_compatibility.json (NVIDIA CUDA images: 12.9.2 built for ubuntu20.04, 22.04 and 24.04; 13.0.0 and later only for ubuntu22.04 and 24.04)"
+    },
+    {
+     "what": "torch 2.9.1's cu128 wheel is built for 7.0, 7.5, 8.0, 8.6, 9.0, 10.0 and 12.0 (Volta to Blackwell); 2.12 to 2.14 have only cu126 below CUDA 13 (built for 5.0 to 9.0: no Blackwell), and the cu128/cu129 arch lists of 2.9's cu129, 2.10 and 2.11 are not known, so they are not chosen",
+     "source": "pytorch/pytorch .ci/manywheel/build_cuda.sh @00c7a380 (2.8-era); pytorch/pytorch#157517; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix' rows 2.11-2.14 (CUDA, CUDNN and NCCL per variant) and 'PyTorch CUDA Support Matrix' 'For Release 2.12, 2.13 and 2.14' (12.6.3: 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0; 13.0.2 and 13.2.1: 7.5, 8.0, 8.6, 9.0, 10.0, 12.0+PTX on x86_64; aarch64 12.6.3: 8.0, 9.0; 13.0.2, 13.2.1: 8.0, 9.0, 10.0, 11.0, 12.0+PTX), read in a translated copy found by code search whose tables are kept in English; pytorch/pytorch PR 182849 (the 2.12 table). Its '3.15 experimental' has no wheels on PyPI (pypi_torch_wheels)"
+    },
+    {
+     "what": "torch 2.9.1 pairs with torchvision 0.24.1 on PyPI; both have cp310-cp314 wheels",
+     "source": "pytorch.org/get-started/previous-versions; pytorch/pytorch.github.io _get_started/previous-versions.md @e3f009bb (<= 2.3.1); pytorch/vision README compatibility table; pytorch/pytorch RELEASE.md 'Release Compatibility Matrix'; PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+    },
+    {
+     "what": "CUDA 12.9 is the newest toolkit ubuntu2004 serves, and the first that targets sm_103 (B300) and sm_121 (GB10): 12.8 cannot (the wheel's sm_100 and sm_120 cubins run on them, extensions built with nvcc would not). The cu128 wheel bundles its own CUDA 12.8 runtime, which a 12.9 toolkit and driver 580 run",
+     "source": "CUDA 12.9 features archive ('adds compiler target support for ... sm_103 ... and sm_121'); NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
+    },
+    {
+     "what": "branch 580 is NVIDIA's long-term branch (supported to 2028-06) and runs CUDA 12.9 (minimum 575.51.03); no source shows whether NVIDIA published 580 packages for ubuntu2004 (the repository's driver_branches are unknown), so the plan notes it",
+     "source": "docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html and its 615 and 620 editions (.../drivers/620/supported-drivers-and-cuda-toolkit-versions.html); R580 EOL is August 2028 on the older page and June 2028 on the 615/620 pages; NVIDIA CUDA Toolkit Release Notes 13.2.2, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes)"
+    },
+    {
+     "what": "cuDNN 9.14.0 has a CUDA 12 build with a known sha256",
+     "source": "spack/spack-packages repos/spack_repo/builtin/packages/cudnn/package.py @355cd59c (URLs and sha256 per '<cudnn>-<cuda>'; '8.5.0 removed minor from cuda version'); conda-forge/cudnn-feedstock recipe/meta.yaml"
+    }
+   ]
+  }
+ },
  "sources": {
   "cuda_repo_keys": "NVIDIA Developer blog 'Updating the CUDA Linux GPG Repository Key' and NVIDIA/cuda-repo-management#4 (rotation from 7fa2af80 beginning 2022-04-27): deb repositories signed by 3bf863cc, published as <distro>/<arch>/3bf863cc.pub; NVIDIA's driver installation guide (deb repositories use 3bf863cc); the cuda-repo-management README's GPG key table (debian12 3bf863cc; debian13 8793F200); the full fingerprint EB693B3035CD5710E231E123A4B469963BF863CC as public installers pin it for 3bf863cc.pub (found by code search, e.g. a Chef recipe's apt_keyring 'cudatools <cudatools@nvidia.com>'), and as Kindling's openpgp.py computes it from the key NVIDIA serves",
   "cuda_retired_key": "NVIDIA's CUDA container images (nvidia/cuda Dockerfiles for ubuntu14.04 and ubuntu16.04, found by code search): NVIDIA_GPGKEY_FPR=ae09fe4bbd223a84b2ccfce3f60f4b3d7fa2af80 for <distro>/<arch>/7fa2af80.pub, the key the 2022 rotation retired (cuda_repo_keys); a Puppet manifest's apt::key of the same fingerprint",
@@ -3866,7 +4055,8 @@ CATALOGUE = json.loads(
   "nvidia_smi_pcie_fields": "nvidia-smi --help-query-gpu (quoted in public scripts): pcie.link.gen.current and pcie.link.width.current, the link now (an idle GPU lowers it to save power); pcie.link.gen.max and pcie.link.width.max, 'the maximum PCI-E link generation/width possible with this GPU and system configuration'; pcie.link.gen.gpumax, 'the maximum PCI-E link generation supported by this GPU'; pcie.link.gen.hostmax, 'supported by the root port corresponding to this GPU'",
   "nhc_gpu_bw": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check",
   "dcgm_membw": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out",
-  "dcgm_sm_stress": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h)"
+  "dcgm_sm_stress": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h)",
+  "pypi_default_stacks": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
  }
 }
 """

@@ -59,7 +59,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO_ROOT / "module_utils"))
 
-from ansible.module_utils import gpu_compat, stack_plan, torch_env_plan  # noqa: E402
+from ansible.module_utils import default_stack, gpu_compat, stack_plan, torch_env_plan  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # PyPI and pip
@@ -1033,6 +1033,27 @@ def newest_torch_var_sets(defaults: Dict[str, Any]) -> List[VarSet]:
     return []
 
 
+def default_stack_var_sets(defaults: Dict[str, Any]) -> List[VarSet]:
+    """The catalogue's default stack of each repository (issue 35, ``default_stacks``), over
+    the defaults: checked wherever the preflight accepts it, like an inventory group, so each
+    is resolved against PyPI on its own OS (tests/registry/test_default_stacks.py holds it to
+    that)."""
+    out = []
+    for repo in default_stack.repositories():
+        own = dict(default_stack.for_repository(repo)["variables"])
+        out.append(
+            VarSet(
+                f"the catalogue's default stack for {repo}",
+                f"default-stack-{repo}",
+                {**defaults, **own},
+                own,
+                None,
+                PY_ROLES,
+            )
+        )
+    return out
+
+
 def var_sets(repo_root: Path = REPO_ROOT) -> List[VarSet]:
     """The defaults, every inventory group or host that sets a Python pin, every scenario."""
     defaults = role_defaults(repo_root)
@@ -1065,6 +1086,7 @@ def var_sets(repo_root: Path = REPO_ROOT) -> List[VarSet]:
                 )
             )
     out.extend(newest_torch_var_sets(defaults))
+    out.extend(default_stack_var_sets(defaults))
     base_path = repo_root / ".config" / "molecule" / "config.yml"
     base = _yaml(base_path) if base_path.exists() else {}
     base_inventory = (base.get("provisioner") or {}).get("inventory") or {}

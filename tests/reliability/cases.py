@@ -1340,12 +1340,12 @@ CASES: List[Dict[str, object]] = [
         "id": "only-cuda-version-12.8",
         "class": "stack-defaults",
         "role": "cuda",
-        "input": 'only cuda_version: "12.8"; conda_pytorch\'s default torch 2.11.0 cu130 is built with CUDA 13',
+        "input": 'only cuda_version: "12.8"; conda_pytorch\'s default torch 2.14.1 cu130 is built with CUDA 13',
         "playbook": "site.yml",
         "vars": {**NO_GPU, "cuda_version": "12.8"},
-        "expect": "[torch-cuda-major-mismatch] torch 2.11.0 cu130 is built with CUDA 13.0 but the toolkit is "
+        "expect": "[torch-cuda-major-mismatch] torch 2.14.1 cu130 is built with CUDA 13.0 but the toolkit is "
         "CUDA 12.8; torch.utils.cpp_extension refuses to build CUDA extensions across CUDA majors; set "
-        'conda_pytorch_cuda_variant: "cu128".',
+        'conda_pytorch_cuda_variant: "cu126".',
         "changed_zero": True,
     },
     {
@@ -1360,13 +1360,15 @@ CASES: List[Dict[str, object]] = [
         "changed_zero": True,
     },
     {
-        "id": "only-torch-variant-cu128",
+        "id": "only-torch-variant-cu126",
         "class": "stack-defaults",
         "role": "conda_pytorch",
-        "input": "only conda_pytorch_cuda_variant: cu128; cuda's default toolkit is CUDA 13.0",
+        "input": "only conda_pytorch_cuda_variant: cu126; cuda's default toolkit is CUDA 13.0",
         "playbook": "site.yml",
-        "vars": {**NO_GPU, "conda_pytorch_cuda_variant": "cu128"},
-        "expect": "[torch-cuda-major-mismatch] torch 2.11.0 cu128 is built with CUDA 12.8 but the toolkit is "
+        "vars": {**NO_GPU, "conda_pytorch_cuda_variant": "cu126"},
+        # The fix names cu130, not the newer cu132: that wheel would need driver 595, and the
+        # default branch is 580.
+        "expect": "[torch-cuda-major-mismatch] torch 2.14.1 cu126 is built with CUDA 12.6 but the toolkit is "
         "CUDA 13.0; torch.utils.cpp_extension refuses to build CUDA extensions across CUDA majors; set "
         'conda_pytorch_cuda_variant: "cu130".',
         "changed_zero": True,

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # one ansible-playbook run, about a minute on 2 c
 SHA = {"x86_64": "a" * 64, "aarch64": "b" * 64}
 BASE = {"conda_pytorch_miniforge_sha256": SHA}
 # The seed articles' stack (inventories/gpu/group_vars/seed_stack.yml); the role's defaults
-# are the current stack (torch 2.11.0 cu130, Python 3.12).
+# are the current stack (torch 2.14.1 cu130, Python 3.12).
 SEED = {
     "conda_pytorch_version": "1.12.1",
     "conda_pytorch_cuda_variant": "cu116",
@@ -205,9 +205,9 @@ def test_pip_method_defaults(results):
     assert c["torch_install"] == [
         "/opt/conda/envs/pytorch/bin/python", "-m", "pip", "install", "--no-input",
         "--disable-pip-version-check", "--index-url", "https://download.pytorch.org/whl/cu130",
-        "torch==2.11.0+cu130", "torchvision==0.26.0+cu130",
+        "torch==2.14.1+cu130", "torchvision==0.29.1+cu130",
     ]  # fmt: skip
-    assert c["wanted"] == {"torch": "2.11.0+cu130", "torchvision": "0.26.0+cu130"}
+    assert c["wanted"] == {"torch": "2.14.1+cu130", "torchvision": "0.29.1+cu130"}
 
 
 def test_pip_method_with_mirrors(results):

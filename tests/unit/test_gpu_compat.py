@@ -882,3 +882,22 @@ def test_cpu_wheel_on_a_gpu_host_is_the_cpu_only_wheel_mistake():
     assert [p["code"] for p in problems] == ["torch-cpu-wheel-on-gpu-host"]
     assert "CPU-only wheel mistake" in problems[0]["message"]
     assert problems[0]["fix"] == ['conda_pytorch_cuda_variant: "cu130"']
+
+
+def test_a_major_mismatch_names_the_wheel_the_toolkit_and_driver_can_run():
+    """torch 2.14.1 cu126 with the CUDA 13.0 toolkit: the fix is cu130, not the newer cu132,
+    which bundles CUDA 13.2 and would need driver 595 where the stack has branch 580."""
+    plan = {
+        "driver_branch": "580",
+        "cuda_version": "13.0",
+        "torch_version": "2.14.1",
+        "torch_cuda_variant": "cu126",
+        "python_version": "3.12",
+    }
+    (problem,) = [p for p in check_stack(plan) if p["code"] == "torch-cuda-major-mismatch"]
+    assert problem["fix"] == ['conda_pytorch_cuda_variant: "cu130"']
+    assert check_stack(dict(plan, torch_cuda_variant="cu130")) == []
+    # With the 13.2 toolkit (and branch 595), cu132 is the one.
+    newer = dict(plan, cuda_version="13.2", driver_branch="595")
+    (problem,) = [p for p in check_stack(newer) if p["code"] == "torch-cuda-major-mismatch"]
+    assert problem["fix"] == ['conda_pytorch_cuda_variant: "cu132"']

@@ -349,6 +349,38 @@ def test_the_action_plugin_reads_what_adopt_mode_asks_for_on_the_host(tmp_path):
     assert part["python_version"] == "{}.{}".format(*sys.version_info[:2])
 
 
+def test_the_catalogue_answer_names_the_default_stack_for_the_host_s_os():
+    """Issue 35: the plan names the nearest supported stack: the catalogue's default for the
+    host's repository, and which of the plan's own values differ from it."""
+    plan = plan_for()
+    near = plan["catalogue"]["default_stack"]
+    assert near["repository"] == "ubuntu2204"
+    assert near["variables"]["conda_pytorch_version"] == "2.14.1"
+    # INPUTS plans torch 2.9.1; the rest is the default's.
+    assert near["differs"] == ["conda_pytorch_version"]
+    old = plan_for(
+        inputs={"cuda_version": "12.9", "conda_pytorch_cuda_variant": "cu128"},
+        facts={"distribution": "Ubuntu", "distribution_version": "20.04", "architecture": "x86_64"},
+    )["catalogue"]["default_stack"]
+    assert old["repository"] == "ubuntu2004"
+    assert old["variables"]["cuda_version"] == "12.9"
+    # INPUTS' torch 2.9.1 is 20.04's default; its cuDNN, branch and Python are too.
+    assert old["differs"] == []
+    # The inventory's repository wins over the host's distribution; an OS with none: None.
+    assert (
+        plan_for(inputs={"nvidia_driver_repo_distro": "debian12"})["catalogue"]["default_stack"][
+            "repository"
+        ]
+        == "debian12"
+    )
+    assert (
+        plan_for(facts={"distribution": "Ubuntu", "distribution_version": "18.04"})["catalogue"][
+            "default_stack"
+        ]
+        is None
+    )
+
+
 def test_the_plan_is_written_readable_to_the_host_s_report_folder(tmp_path):
     """reports/<host>/plan.json, by the controller (no module run for it), the same plan."""
     import json
@@ -365,3 +397,170 @@ def test_the_plan_is_written_readable_to_the_host_s_report_folder(tmp_path):
     assert json.loads(report.read_text()) == again["plan"]
     # The same plan again: the file is left as it was.
     assert report.stat().st_mtime_ns == before
+
+
+def test_the_action_plugin_keeps_the_recorded_stack_until_the_user_opts_in(tmp_path):
+    """Issue 35: the stages' stack records on the host (read in the plan) keep each stack
+    variable the user did not set; kindling_stack_upgrade: true takes the new defaults; a
+    variable the user set is theirs."""
+    import json
+
+    from ansible.module_utils import default_stack
+
+    state, venv = tmp_path / "state", tmp_path / "venv"
+    state.mkdir()
+    venv.mkdir()
+    old = {
+        "nvidia_driver_branch": "570",
+        "cuda_version": "12.8",
+        "cuda_cudnn_version": "9.10.2",
+        "conda_pytorch_version": "2.11.0",
+        "conda_pytorch_torchvision_version": "0.26.0",
+        "conda_pytorch_cuda_variant": "cu128",
+        "conda_pytorch_python_version": "3.12",
+    }
+    for stage, where in (("nvidia_driver", state), ("cuda", state), ("conda_pytorch", venv)):
+        (where / default_stack.record_file(stage)).write_text(
+            json.dumps(default_stack.record(stage, old))
+        )
+    base = {
+        "role_path": str(REPO_ROOT / "roles" / "gpu_preflight"),
+        "nvidia_driver_state_dir": str(state),
+        "cuda_state_dir": str(state),
+        "conda_pytorch_backend": "venv",
+        "conda_pytorch_venv_path": str(venv),
+    }
+
+    def plan(**extra):
+        result = run_adhoc("host_plan", {"host": "h1"}, tmp_path, extra_vars=dict(base, **extra))
+        assert not result.get("failed"), result
+        return result["plan"]
+
+    kept = plan()
+    same_python = "conda_pytorch_python_version"  # the default's too: nothing to keep
+    assert kept["stack_keep"]["kept"] == {k: v for k, v in old.items() if k != same_python}
+    assert {k: kept["inputs"][k] for k in old} == old  # the plan is built with them
+    assert "conda_pytorch_version 2.11.0 -> 2.14.1" in kept["stack_keep"]["notice"]
+    assert "reboots" in kept["stack_keep"]["notice"]
+    upgraded = plan(kindling_stack_upgrade=True)
+    assert upgraded["stack_keep"]["kept"] == {} and upgraded["stack_keep"]["upgrading"]
+    assert upgraded["inputs"]["conda_pytorch_version"] == "2.14.1"
+    pinned = plan(cuda_version="13.0")
+    assert "cuda_version" not in pinned["stack_keep"]["kept"]
+    assert pinned["stack_keep"]["pinned"] == {"cuda_version": {"now": "12.8", "set": "13.0"}}
+    assert pinned["inputs"]["cuda_version"] == "13.0"
+    assert pinned["inputs"]["nvidia_driver_branch"] == "570"
+
+
+def test_a_host_converged_before_the_records_keeps_its_stack_too(tmp_path):
+    """Issue 35: with no record, the driver role's pin, the cuda role's profile and cuDNN pin,
+    and torch's own version file in the environment stand for one (stack_record_info, one
+    module run for all three stages)."""
+    from test_default_stack import CUDA_PROFILE, CUDNN_PIN, DRIVER_PIN, TORCH_VERSION_PY
+
+    etc, state, env = tmp_path / "etc", tmp_path / "state", tmp_path / "env"
+    site = env / "lib" / "python3.12" / "site-packages"
+    for path in (etc, state, site / "torch", site / "torchvision"):
+        path.mkdir(parents=True)
+    (etc / "driver-pin").write_text(DRIVER_PIN.replace("550", "580"))
+    (etc / "cuda.sh").write_text(CUDA_PROFILE.replace("12.4", "13.0"))
+    (etc / "cudnn-pin").write_text(CUDNN_PIN.replace("12.4", "13.0"))
+    (site / "torch" / "version.py").write_text(TORCH_VERSION_PY)
+    (site / "torchvision" / "version.py").write_text("__version__ = '0.26.0+cu130'\n")
+    extra = {
+        "role_path": str(REPO_ROOT / "roles" / "gpu_preflight"),
+        "nvidia_driver_state_dir": str(state),
+        "nvidia_driver_preferences_file": str(etc / "driver-pin"),
+        "cuda_state_dir": str(state),
+        "cuda_profile_file": str(etc / "cuda.sh"),
+        "cuda_cudnn_preferences_file": str(etc / "cudnn-pin"),
+        "conda_pytorch_backend": "venv",
+        "conda_pytorch_venv_path": str(env),
+    }
+    result = run_adhoc("host_plan", {"host": "h1"}, tmp_path, extra_vars=extra)
+    assert not result.get("failed"), result
+    keep = result["plan"]["stack_keep"]
+    # Kindling's earlier default: torch 2.11.0 with torchvision 0.26.0 on 580 / CUDA 13.0.
+    assert keep["kept"] == {
+        "conda_pytorch_version": "2.11.0",
+        "conda_pytorch_torchvision_version": "0.26.0",
+    }
+    assert result["plan"]["inputs"]["conda_pytorch_version"] == "2.11.0"
+    assert keep["recorded"]["nvidia_driver_branch"] == "580"
+    assert str(site / "torch" / "version.py") in keep["sources"]
+    assert "conda_pytorch_version 2.11.0 -> " in keep["notice"]
+    assert "reboots" not in keep["notice"]  # the branch stays
+    # No record yet: each stage's describe says so, and the stage writes one.
+    assert {stage: f["regular"] for stage, f in keep["files"].items()} == {
+        "nvidia_driver": False,
+        "cuda": False,
+        "conda_pytorch": False,
+    }
+    part = host_plan.take_part(result["plan"], "cuda", "")
+    assert part["record_file"]["path"] == str(state / "stack-cuda.json")
+    assert part["record_file"]["regular"] is False
+
+
+def test_a_stack_value_a_playbook_sets_is_not_overridden_by_a_record(tmp_path):
+    """A play's vars (an import_playbook's vars become its plays') are below a fact, so a
+    kept value would override them even at the role default's own value: the playbook's
+    names count as chosen (molecule/nvidia_driver_upgrade converges 580, the default, over
+    a host recorded at 550)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    from ansible.module_utils import default_stack
+    from test_nvidia_smi_facts import ansible_bin
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / default_stack.record_file("nvidia_driver")).write_text(
+        json.dumps(default_stack.record("nvidia_driver", {"nvidia_driver_branch": "550"}))
+    )
+    (state / default_stack.record_file("cuda")).write_text(
+        json.dumps(default_stack.record("cuda", {"cuda_version": "12.4"}))
+    )
+    playbook = tmp_path / "play.yml"
+    play_vars = {
+        "nvidia_driver_branch": "580",
+        "nvidia_driver_state_dir": str(state),
+        "cuda_state_dir": str(state),
+        "role_path": str(REPO_ROOT / "roles" / "gpu_preflight"),
+        "ansible_python_interpreter": sys.executable,
+    }
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars": play_vars,
+                    "tasks": [{"host_plan": {"host": "h1"}, "register": "plan"}],
+                }
+            ]
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_STDOUT_CALLBACK="json",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_CACHE_PLUGIN="memory",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "local"),
+        ANSIBLE_REMOTE_TEMP=str(tmp_path / "remote"),
+    )
+    proc = subprocess.run(
+        [ansible_bin("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    out, _ = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{") :])
+    result = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert not result.get("failed"), result.get("msg")
+    keep = result["plan"]["stack_keep"]
+    # The play's 580 stands: the driver stage's only stack variable is chosen, so its record
+    # is not even read. The cuda record, which nothing in this run overrides, is kept.
+    assert "nvidia_driver_branch" not in keep["recorded"]
+    assert keep["kept"] == {"cuda_version": "12.4"}, keep
+    assert result["plan"]["inputs"]["nvidia_driver_branch"] == "580"

@@ -27,6 +27,21 @@ INCLUDE_ROLE = ("ansible.builtin.include_role", "include_role")
 SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 
 
+# Issue 35: gpu_preflight's stack_keep.yml sets the recorded stack under the stages' own
+# names (module_utils/default_stack.STACK_VARIABLES) and stage 1's effective inputs, so the
+# plan and the roles see one value; its interface lists them under sets.
+KEPT_STACK = (
+    "nvidia_driver_branch",
+    "cuda_version",
+    "cuda_cudnn_version",
+    "conda_pytorch_version",
+    "conda_pytorch_torchvision_version",
+    "conda_pytorch_cuda_variant",
+    "conda_pytorch_python_version",
+    "kindling_effective_inputs",
+)
+
+
 def prefixes(role: str) -> Tuple[str, ...]:
     return PREFIXES.get(role, (role + "_",))
 
@@ -137,6 +152,8 @@ def test_what_a_role_says_it_sets_it_sets(role):
     missing = sorted(set(interface(role)["sets"]) - sets_of(role))
     assert not missing, f"roles/{role}/meta/interface.yml sets what no task sets: {missing}"
     for name, why in interface(role)["sets"].items():
+        if role == "gpu_preflight" and name in KEPT_STACK:
+            continue  # issue 35: the kept stack, under the stages' own names (stack_keep.yml)
         assert name.startswith(prefixes(role)) and not internal(role, name), name
         assert isinstance(why, str) and why.strip(), f"roles/{role}: say what {name} is"
 
