@@ -29,6 +29,8 @@ from ansible.module_utils.vendor_catalogue import CATALOGUE
 #: One row per toolkit release (full X.Y.Z). ``release`` is NVIDIA's label.
 #: The GA row of a minor version is the minimum for that ``X.Y``. There is no 12.7.
 CUDA_DRIVER_TABLE: List[Dict[str, Any]] = CATALOGUE["cuda_toolkits"]
+# Released, but their minimum drivers not read (data/vendor_catalogue.yml).
+CUDA_UNREAD: List[Dict[str, Any]] = CATALOGUE.get("cuda_toolkits_unread") or []
 
 #: CUDA minor-version compatibility: within a toolkit family, an application built
 #: with any 1x.y runs (without PTX JIT and some newer features) on a driver at or
@@ -178,6 +180,19 @@ def cuda_row(cuda: Any) -> Optional[Dict[str, Any]]:
     if not candidates:
         return next(r for r in rows if r["release"] == "GA")
     return max(candidates, key=lambda r: parse_version(r["cuda"]))
+
+
+def cuda_unread(cuda: Any) -> Optional[Dict[str, Any]]:
+    """The cuda_toolkits_unread row of ``cuda``'s major.minor (a release that exists but whose
+    minimum driver the catalogue has not read), or None."""
+    try:
+        want = parse_version(cuda)[:2]
+    except ValueError:
+        return None
+    for row in CUDA_UNREAD:
+        if parse_version(row["cuda"])[:2] == want:
+            return row
+    return None
 
 
 def min_driver_for_cuda(cuda: Any) -> Optional[str]:
@@ -879,14 +894,22 @@ def _check_driver_and_cuda(p: Dict[str, Optional[str]], adv: Advisor) -> List[Di
         known = known_cuda_versions()
         lower = [v for v in known if version_cmp(v, cuda) <= 0]
         suggestion = lower[-1] if lower else known[0]
-        problems.append(
-            _problem(
-                "unknown-cuda-version",
+        unread = cuda_unread(cuda)
+        if unread:
+            message = (
+                f"CUDA {unread['cuda']} is released (nvidia-cuda-runtime {unread['runtime']} "
+                "on PyPI), but the catalogue has not read its minimum driver: "
+                f"{unread['min_driver']['unknown']}. No plan with CUDA {cuda} can be checked "
+                f"yet; set cuda_version to {suggestion}, the newest it knows (docs/CATALOGUE.md)."
+            )
+        else:
+            message = (
                 f"CUDA {cuda} is not in the compatibility table (known: {known[0]} to "
                 f"{known[-1]}; there is no 12.7); set cuda_version to a released toolkit "
-                f"such as {suggestion}.",
-                [_fix("cuda_version", suggestion)],
+                f"such as {suggestion}."
             )
+        problems.append(
+            _problem("unknown-cuda-version", message, [_fix("cuda_version", suggestion)])
         )
     elif cuda and driver and not driver_supports_cuda(driver, cuda):
         need = str(min_driver_for_cuda(cuda))

@@ -10,6 +10,32 @@ import json
 CATALOGUE = json.loads(
     r"""
 {
+ "cuda_toolkits_unread": [
+  {
+   "cuda": "13.3",
+   "runtime": "13.3.29",
+   "source": "PyPI JSON API, pypi.org/pypi/nvidia-cuda-runtime/json, read 2026-12-06: nvidia-cuda-runtime 13.3.29 uploaded 2026-05-26, 13.4.49 2026-09-09, 13.5.37 2026-11-04 (NVIDIA's CUDA runtime wheels, one per toolkit release)",
+   "min_driver": {
+    "unknown": "NVIDIA's CUDA 13.3 release notes, Table 3; third-party notes quote >=610.43.02, not taken"
+   }
+  },
+  {
+   "cuda": "13.4",
+   "runtime": "13.4.49",
+   "source": "PyPI JSON API, pypi.org/pypi/nvidia-cuda-runtime/json, read 2026-12-06: nvidia-cuda-runtime 13.3.29 uploaded 2026-05-26, 13.4.49 2026-09-09, 13.5.37 2026-11-04 (NVIDIA's CUDA runtime wheels, one per toolkit release)",
+   "min_driver": {
+    "unknown": "NVIDIA's CUDA 13.4 release notes, Table 3; 13.4 GA is versioned 13.4.1"
+   }
+  },
+  {
+   "cuda": "13.5",
+   "runtime": "13.5.37",
+   "source": "PyPI JSON API, pypi.org/pypi/nvidia-cuda-runtime/json, read 2026-12-06: nvidia-cuda-runtime 13.3.29 uploaded 2026-05-26, 13.4.49 2026-09-09, 13.5.37 2026-11-04 (NVIDIA's CUDA runtime wheels, one per toolkit release)",
+   "min_driver": {
+    "unknown": "NVIDIA's CUDA 13.5 release notes, Table 3"
+   }
+  }
+ ],
  "cuda_toolkits": [
   {
    "cuda": "13.2.2",
@@ -4056,7 +4082,8 @@ CATALOGUE = json.loads(
   "nhc_gpu_bw": "Azure/azurehpc-health-checks @0e0a1ac2, customTests/azure_gpu_bandwidth.nhc (check_gpu_bw EXP_GPU_PCIE_BW [EXP_P2P_BW]: nvbandwidth host_to_device_memcpy_ce and device_to_host_memcpy_ce per GPU; below the expected value the check fails with NHC2020, below 'EXP_BW * 1.05' it warns) and the per-SKU conf files: conf/nd96isr_h100_v5.conf:49 and nd96is_h100_v5.conf:29 'check_gpu_bw 48 335' (H100 SXM), nc40ads_h100_v5.conf:36 'check_gpu_bw 48 335' (NCads H100 v5: H100 NVL), nd96isr_h200_v5.conf:50 'check_gpu_bw 48 335' (H200), nd96amsr_a100_v4.conf:54 'check_gpu_bw 21 238' (A100 SXM 80GB), nd96asr_v4.conf:54 'check_gpu_bw 21 235' (A100 SXM 40GB), nc24ads_a100_v4.conf:38 'check_gpu_bw 21 238' (NC A100 v4: A100 PCIe 80GB), nc6s_v3.conf:38 'check_gpu_bw 10' (NCv3: V100 PCIe 16GB), nd40rs_v2.conf:40 'check_gpu_bw 9' (NDv2: V100 SXM2 32GB); its README's table expects 23 GB/s on the A100 SKUs, 52 on nd96isr_h100_v5 and 55 on nd96isr_h200_v5. NHC has no device-memory bandwidth check",
   "dcgm_membw": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in, memory_bandwidth.minimum_bandwidth per SKU (MB/s: nvvs/include/PluginStrings.h 'minimum bandwidth in MB / s'), each 0.75x the bandwidth DCGM measured on the card, e.g. line 173 (H100 80GB HBM3, id 2330) 'dcgmproftester -t 1005 shows ~2540000. Multiply by .75 to get ~1905000.00'; line 1277 (Tesla T4) 'Spec sheet says ..., but experimentally we get about 244000 MB/s so we'll go with .75 of that'. Values used here: H100 80GB HBM3 1905000 (line 174), H100NVL id 2321 2043000 (3066), B200 id 2901 4072500 (4116), A100-SXM4-80GB 1173000 (1617), A100 PCIe id 20f1 969750 (1581), A10g 362700 (1800), Tesla T4 183000 (1278), Nvidia L4 198500 (2958), NVIDIA L40S 525000 (3209), Tesla GV100 SXM2-32GB 607500 (897), SXM2-16GB 607500 (928), PCIE-16GB 607500 (959), V100 PCI-E-32GB 607500 (990). H200 id 2335 (line 3554) reads 'shows 3110. Multiply by .75 to get 2333' (GB/s written in an MB/s field) and is left out",
   "dcgm_sm_stress": "NVIDIA/DCGM @72fa3fea, nvvs/diag-skus.yaml.in line 153 (H100 80GB HBM3): 'dcgmproftester -t 1007 measures at ~39000, multiply by .75 to get ~29250.00' (sm_stress target_stress, GFLOP/s): DCGM's own dense-compute floor is 0.75x what it measured, and what it measured on an H100 SXM is 58% of the datasheet's 67 FP32 TFLOP/s, so its floor lies at 44% of the datasheet (-t 1007 drives DCGM_FI_PROF_PIPE_FP32_ACTIVE, dcgmlib/dcgm_fields.h)",
-  "pypi_default_stacks": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)"
+  "pypi_default_stacks": "PyPI JSON API (pypi.org/pypi/torch/json, pypi.org/pypi/torchvision/json, pypi.org/pypi/torchaudio/json) read 2026-12-05 for the default stacks: torch 2.9.1 (uploaded 2025-11-12) and 2.14.1 (2026-09-30) have cp310-cp314 wheels with Requires-Python '>=3.10'; torchvision 0.24.1 (2025-11-12) cp310-cp314 '>=3.10', 0.29.1 (2026-09-30) cp310-cp314 '!=3.14.1,>=3.10'; torchaudio's newest release is 2.11.1 (none for 2.12 or later)",
+  "pypi_cuda_runtime_13x": "PyPI JSON API, pypi.org/pypi/nvidia-cuda-runtime/json, read 2026-12-06: nvidia-cuda-runtime 13.3.29 uploaded 2026-05-26, 13.4.49 2026-09-09, 13.5.37 2026-11-04 (NVIDIA's CUDA runtime wheels, one per toolkit release)"
  }
 }
 """

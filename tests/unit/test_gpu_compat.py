@@ -901,3 +901,25 @@ def test_a_major_mismatch_names_the_wheel_the_toolkit_and_driver_can_run():
     newer = dict(plan, cuda_version="13.2", driver_branch="595")
     (problem,) = [p for p in check_stack(newer) if p["code"] == "torch-cuda-major-mismatch"]
     assert problem["fix"] == ['conda_pytorch_cuda_variant: "cu132"']
+
+
+def test_a_released_cuda_whose_minimum_driver_is_unread_is_named_as_such():
+    """CUDA 13.3-13.5 exist (NVIDIA's runtime wheels on PyPI) but no source here gave their
+    minimum drivers (data/vendor_catalogue.yml cuda_toolkits_unread): the refusal says so,
+    instead of calling the release unknown, and names the newest toolkit the catalogue knows."""
+    (problem,) = check_stack({"driver_branch": "620", "cuda_version": "13.3"})
+    assert problem["code"] == "unknown-cuda-version"
+    assert problem["message"].startswith(
+        "CUDA 13.3 is released (nvidia-cuda-runtime 13.3.29 on PyPI), but the catalogue has "
+        "not read its minimum driver: NVIDIA's CUDA 13.3 release notes, Table 3"
+    )
+    assert problem["fix"] == ['cuda_version: "13.2"']
+    assert gc.min_driver_for_cuda("13.3") is None  # nothing guessed
+    assert gc.cuda_unread("13.5.1")["cuda"] == "13.5"
+    assert gc.cuda_unread("13.2") is None and gc.cuda_unread("13.9") is None
+    (other,) = check_stack({"cuda_version": "13.9"})
+    assert "is not in the compatibility table" in other["message"]
+    # Each row says what was looked for, and is not also a known toolkit.
+    for row in gc.CUDA_UNREAD:
+        assert row["min_driver"]["unknown"] and row["source"]
+        assert gc.min_driver_for_cuda(row["cuda"]) is None
