@@ -33,7 +33,7 @@ for _path in C.DEFAULT_MODULE_UTILS_PATH or []:
     if _path not in ansible.module_utils.__path__:
         ansible.module_utils.__path__.append(_path)
 
-from ansible.module_utils import default_stack, host_plan  # noqa: E402
+from ansible.module_utils import default_stack, host_plan, stack_record  # noqa: E402
 from ansible.module_utils.atomic_file import write_atomic  # noqa: E402
 from ansible.module_utils.controller_answer import ControllerAnswer  # noqa: E402
 
@@ -166,14 +166,14 @@ class ActionModule(ControllerAnswer, ActionBase):
         module run (stack_record_info) reads, for each stage with a variable left to the role's
         default, the stage's record, else what Kindling's own files say (a host converged
         before the records); none where every stack variable is the user's."""
-        for name in default_stack.STACK_VARIABLES:
+        for name in stack_record.STACK_VARIABLES:
             if name not in inputs:
                 value = self._value(name, inputs)
                 if value is not None:
                     inputs[name] = value
         user = default_stack.chosen(
             inputs,
-            {name: self._role_default(name) for name in default_stack.STACK_VARIABLES},
+            {name: self._role_default(name) for name in stack_record.STACK_VARIABLES},
             _user_variable_names(
                 self._task, self._loader, self._task_vars.get("inventory_hostname")
             )
@@ -182,11 +182,11 @@ class ActionModule(ControllerAnswer, ActionBase):
         upgrade = self._templar.template(self._task_vars.get(default_stack.UPGRADE_VARIABLE, False))
         stages = {
             stage: paths
-            for stage, paths in default_stack.record_paths(
-                {name: self._value(name, inputs) for name in default_stack.PATH_VARIABLES},
+            for stage, paths in stack_record.record_paths(
+                {name: self._value(name, inputs) for name in stack_record.PATH_VARIABLES},
                 host_plan.environment(inputs),
             ).items()
-            if not all(n in user for n in default_stack.STAGE_VARIABLES[stage])
+            if not all(n in user for n in stack_record.STAGE_VARIABLES[stage])
         }
         found = self._read("stack_record_info", {"stages": stages})["stages"] if stages else {}
         recorded = {}

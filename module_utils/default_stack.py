@@ -7,7 +7,7 @@ torch has a torchvision on PyPI, with its reasons and sources. ``for_repository`
 (``catalogue.default_stack``, module_utils/host_plan.py).
 
 ``keep`` is the decision of a safe way to a new default: a host that Kindling converged
-records the stack each stage left (``RECORD_FILES``, in the stage's state directory:
+records the stack each stage left (``stack_record.RECORD_FILES``, in the stage's state directory:
 roles/*/tasks/stack_record.yml). On the next run, for each stack variable the user did not
 set (not in their inventory or extra vars: site_inputs' user_variable_names), the recorded
 value is kept instead of the role's default, unless ``kindling_stack_upgrade`` is true; the
@@ -22,24 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ansible.module_utils.stack_plan import repository_id
-from ansible.module_utils.stack_record import (  # noqa: F401  (re-exported for the callers)
-    PATH_VARIABLES,
-    RECORD_FILES,
-    RECORD_FORMAT,
-    STACK_VARIABLES,
-    STAGE_VARIABLES,
-    _bool,
-    _text,
-    legacy_cuda,
-    legacy_driver,
-    legacy_torch,
-    read_stage,
-    record,
-    record_file,
-    record_paths,
-    recorded_values,
-    stage_values,
-)
+from ansible.module_utils.stack_record import STACK_VARIABLES, _bool, _text
 from ansible.module_utils.vendor_catalogue import CATALOGUE
 
 DEFAULT_STACKS: Dict[str, Dict[str, Any]] = CATALOGUE.get("default_stacks") or {}
@@ -81,16 +64,6 @@ def for_host(
     """The default stack for a host: its repository (``nvidia_driver_repo_distro``), else the
     one for its distribution and version; None for an OS with no default (unsupported)."""
     return for_repository(_text(repo) or repository_id(distribution, distribution_version))
-
-
-def differences(values: Mapping[str, Any], stack: Mapping[str, Any]) -> Dict[str, Dict[str, str]]:
-    """{variable: {"now": value, "default": default}} where ``values`` differs from ``stack``'s
-    variables (a variable missing from ``values`` is left out)."""
-    out = {}
-    for name, default in (stack.get("variables") or {}).items():
-        if name in values and _text(values[name]) != _text(default):
-            out[name] = {"now": _text(values[name]), "default": _text(default)}
-    return out
 
 
 def chosen(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible.module_utils import default_stack, gpu_compat, stack_plan
+from ansible.module_utils import default_stack, gpu_compat, stack_plan, stack_record
 
 CUDA13 = {
     "nvidia_driver_branch": "580",
@@ -152,8 +152,8 @@ def test_no_record_or_the_same_stack_changes_nothing():
 
 
 def test_records_are_read_per_stage_and_a_foreign_one_is_ignored():
-    good = [default_stack.record(stage, OLD) for stage in default_stack.STAGE_VARIABLES]
-    assert default_stack.recorded_values(good) == OLD
+    good = [stack_record.record(stage, OLD) for stage in stack_record.STAGE_VARIABLES]
+    assert stack_record.recorded_values(good) == OLD
     foreign = [
         None,
         {"format": 99, "stage": "cuda", "stack": {"cuda_version": "12.4"}},
@@ -161,9 +161,9 @@ def test_records_are_read_per_stage_and_a_foreign_one_is_ignored():
         {"format": 1, "stage": "cuda", "stack": {"cuda_version": ""}},
         "not a record",
     ]
-    assert default_stack.recorded_values(foreign) == {}
+    assert stack_record.recorded_values(foreign) == {}
     with pytest.raises(ValueError):
-        default_stack.record("jupyter", OLD)
+        stack_record.record("jupyter", OLD)
 
 
 # ------------------------------------------------------------------ the task files follow it
@@ -176,7 +176,7 @@ def _tasks(path):
     return yaml.safe_load((REPO_ROOT / path).read_text())
 
 
-@pytest.mark.parametrize("stage", sorted(default_stack.STAGE_VARIABLES))
+@pytest.mark.parametrize("stage", sorted(stack_record.STAGE_VARIABLES))
 def test_each_stage_records_its_variables_in_its_record_file(stage):
     """Written through managed_files_write with stage 1's read of the record as `current`, so
     that an unchanged record costs no module run on the host."""
@@ -184,7 +184,7 @@ def test_each_stage_records_its_variables_in_its_record_file(stage):
         t for t in _tasks(f"roles/{stage}/tasks/stack_record.yml") if "managed_files_write" in t
     )
     (item,) = write["managed_files_write"]["files"]
-    assert item["path"].endswith("/" + default_stack.record_file(stage))
+    assert item["path"].endswith("/" + stack_record.record_file(stage))
     # The environment's files are conda_pytorch_group's and group-writable (group_share).
     group, mode = (
         ("{{ conda_pytorch_group }}", "0664") if stage == "conda_pytorch" else ("root", "0644")
@@ -192,8 +192,8 @@ def test_each_stage_records_its_variables_in_its_record_file(stage):
     assert (item["owner"], item["group"], item["mode"]) == ("root", group, mode)
     assert f"{stage}__part.record_file" in write["managed_files_write"]["current"]
     record = write["vars"][f"{stage}__record"]
-    assert record["format"] == default_stack.RECORD_FORMAT and record["stage"] == stage
-    assert tuple(record["stack"]) == default_stack.STAGE_VARIABLES[stage]
+    assert record["format"] == stack_record.RECORD_FORMAT and record["stage"] == stage
+    assert tuple(record["stack"]) == stack_record.STAGE_VARIABLES[stage]
     for name, text in record["stack"].items():
         assert text == f"{{{{ {name} | string }}}}"
     main = _tasks(f"roles/{stage}/tasks/main.yml")
@@ -234,16 +234,16 @@ hip: Optional[str] = None
 
 
 def test_the_driver_role_s_pin_holds_the_branch():
-    assert default_stack.legacy_driver(DRIVER_PIN) == {"nvidia_driver_branch": "550"}
+    assert stack_record.legacy_driver(DRIVER_PIN) == {"nvidia_driver_branch": "550"}
     version = DRIVER_PIN.replace("Pin: version 550.*", "Pin: version 550.127.05-*")
-    assert default_stack.legacy_driver(version) == {"nvidia_driver_branch": "550"}
+    assert stack_record.legacy_driver(version) == {"nvidia_driver_branch": "550"}
     # A pin the role did not write says nothing.
-    assert default_stack.legacy_driver("Package: nvidia-driver\nPin: version 535.*\n") == {}
-    assert default_stack.legacy_driver(None) == {}
+    assert stack_record.legacy_driver("Package: nvidia-driver\nPin: version 535.*\n") == {}
+    assert stack_record.legacy_driver(None) == {}
 
 
 def test_the_cuda_role_s_profile_and_cudnn_pin_hold_cuda_and_cudnn():
-    assert default_stack.legacy_cuda(CUDA_PROFILE, CUDNN_PIN) == {
+    assert stack_record.legacy_cuda(CUDA_PROFILE, CUDNN_PIN) == {
         "cuda_version": "12.4",
         "cuda_cudnn_version": "9.14.0",
     }
@@ -251,16 +251,16 @@ def test_the_cuda_role_s_profile_and_cudnn_pin_hold_cuda_and_cudnn():
         "# Ansible managed (role cuda)\n"
         "# CUDA 11.8 from the distribution (nvidia-cuda-toolkit): nvcc\n"
     )
-    assert default_stack.legacy_cuda(distro, None) == {"cuda_version": "11.8"}
+    assert stack_record.legacy_cuda(distro, None) == {"cuda_version": "11.8"}
     # Without the profile, the cuDNN pin names the CUDA it was for.
-    assert default_stack.legacy_cuda(None, CUDNN_PIN)["cuda_version"] == "12.4"
+    assert stack_record.legacy_cuda(None, CUDNN_PIN)["cuda_version"] == "12.4"
     # Someone else's profile script is not the role's.
-    assert default_stack.legacy_cuda("# CUDA 12.4 for login shells\n", None) == {}
+    assert stack_record.legacy_cuda("# CUDA 12.4 for login shells\n", None) == {}
 
 
 def test_torch_s_own_version_file_holds_the_release_and_variant():
     vision = "__version__ = '0.26.0+cu130'\ngit_version = 'x'\n"
-    assert default_stack.legacy_torch(TORCH_VERSION_PY, vision, "3.12") == {
+    assert stack_record.legacy_torch(TORCH_VERSION_PY, vision, "3.12") == {
         "conda_pytorch_version": "2.11.0",
         "conda_pytorch_cuda_variant": "cu130",
         "conda_pytorch_torchvision_version": "0.26.0",
@@ -268,12 +268,12 @@ def test_torch_s_own_version_file_holds_the_release_and_variant():
     }
     # PyPI's default wheel has no local tag: the variant comes from the CUDA it was built with.
     pypi = TORCH_VERSION_PY.replace("2.11.0+cu130", "2.11.0")
-    assert default_stack.legacy_torch(pypi)["conda_pytorch_cuda_variant"] == "cu130"
+    assert stack_record.legacy_torch(pypi)["conda_pytorch_cuda_variant"] == "cu130"
     old = "__version__ = '1.12.1+cu116'\ncuda = '11.6'\n"
-    assert default_stack.legacy_torch(old)["conda_pytorch_cuda_variant"] == "cu116"
+    assert stack_record.legacy_torch(old)["conda_pytorch_cuda_variant"] == "cu116"
     cpu = "__version__ = '2.11.0'\ncuda: Optional[str] = None\n"
-    assert default_stack.legacy_torch(cpu)["conda_pytorch_cuda_variant"] == "cpu"
-    assert default_stack.legacy_torch("garbage") == {} and default_stack.legacy_torch(None) == {}
+    assert stack_record.legacy_torch(cpu)["conda_pytorch_cuda_variant"] == "cpu"
+    assert stack_record.legacy_torch("garbage") == {} and stack_record.legacy_torch(None) == {}
 
 
 def _host(tmp_path):
@@ -300,13 +300,13 @@ def _host(tmp_path):
 
 def test_a_stage_without_a_record_is_read_from_kindling_s_own_files(tmp_path):
     values, env = _host(tmp_path)
-    paths = default_stack.record_paths(values, env)
+    paths = stack_record.record_paths(values, env)
     assert sorted(paths) == ["conda_pytorch", "cuda", "nvidia_driver"]
-    found = {stage: default_stack.read_stage(stage, p) for stage, p in paths.items()}
+    found = {stage: stack_record.read_stage(stage, p) for stage, p in paths.items()}
     assert all(f["record"] is None for f in found.values())
     values_read = {}
     for stage, result in found.items():
-        values_read.update(default_stack.stage_values(stage, result))
+        values_read.update(stack_record.stage_values(stage, result))
     assert values_read == {
         "nvidia_driver_branch": "550",
         "cuda_version": "12.4",
@@ -321,15 +321,15 @@ def test_a_stage_without_a_record_is_read_from_kindling_s_own_files(tmp_path):
         values["cuda_cudnn_preferences_file"],
     ]
     # Once the stage wrote its record, the record is what counts.
-    record = default_stack.record("cuda", {"cuda_version": "13.0", "cuda_cudnn_version": "9.14.0"})
+    record = stack_record.record("cuda", {"cuda_version": "13.0", "cuda_cudnn_version": "9.14.0"})
     (tmp_path / "state" / "stack-cuda.json").write_text(json.dumps(record))
-    again = default_stack.read_stage("cuda", paths["cuda"])
+    again = stack_record.read_stage("cuda", paths["cuda"])
     assert again["record"] == record and again["legacy"] == {}
-    assert default_stack.stage_values("cuda", again)["cuda_version"] == "13.0"
+    assert stack_record.stage_values("cuda", again)["cuda_version"] == "13.0"
     # A broken record is none: the legacy files count again.
     (tmp_path / "state" / "stack-cuda.json").write_text("{not json")
     assert (
-        default_stack.stage_values("cuda", default_stack.read_stage("cuda", paths["cuda"]))[
+        stack_record.stage_values("cuda", stack_record.read_stage("cuda", paths["cuda"]))[
             "cuda_version"
         ]
         == "12.4"
@@ -338,12 +338,12 @@ def test_a_stage_without_a_record_is_read_from_kindling_s_own_files(tmp_path):
 
 def test_adopted_toolkits_and_environments_have_no_record(tmp_path):
     values, env = _host(tmp_path)
-    paths = default_stack.record_paths(
+    paths = stack_record.record_paths(
         dict(values, cuda_adopt_existing=True), {"mode": "adopt", "env_dir": env["env_dir"]}
     )
     assert sorted(paths) == ["nvidia_driver"]
     with pytest.raises(ValueError):
-        default_stack.read_stage("jupyter", {})
+        stack_record.read_stage("jupyter", {})
 
 
 def test_the_cudnn_packages_of_other_cuda_majors_are_named_for_removal():
@@ -370,7 +370,7 @@ def test_the_cudnn_packages_of_other_cuda_majors_are_named_for_removal():
 
 def test_stage_1_gives_the_roles_every_stack_variable_from_the_plan():
     first = _tasks("roles/gpu_preflight/tasks/stack_keep.yml")[0]["ansible.builtin.set_fact"]
-    assert sorted(first) == sorted(default_stack.STACK_VARIABLES)
+    assert sorted(first) == sorted(stack_record.STACK_VARIABLES)
     for name, text in first.items():
         assert text == f"{{{{ gpu_preflight_host_plan.inputs.{name} }}}}"
 
@@ -410,7 +410,7 @@ def test_the_version_files_of_a_real_torch_install_are_read():
     call = REPO_ROOT / "docs" / "gpu-runs" / "2026-12-06" / "call3"
     torch = (call / "torch-version.py.txt").read_text()
     vision = (call / "torchvision-version.py.txt").read_text()
-    assert default_stack.legacy_torch(torch, vision, "3.12") == {
+    assert stack_record.legacy_torch(torch, vision, "3.12") == {
         "conda_pytorch_version": "2.11.0",
         "conda_pytorch_cuda_variant": "cu130",
         "conda_pytorch_torchvision_version": "0.26.0",

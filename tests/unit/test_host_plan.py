@@ -405,7 +405,7 @@ def test_the_action_plugin_keeps_the_recorded_stack_until_the_user_opts_in(tmp_p
     variable the user set is theirs."""
     import json
 
-    from ansible.module_utils import default_stack
+    from ansible.module_utils import stack_record
 
     state, venv = tmp_path / "state", tmp_path / "venv"
     state.mkdir()
@@ -420,8 +420,8 @@ def test_the_action_plugin_keeps_the_recorded_stack_until_the_user_opts_in(tmp_p
         "conda_pytorch_python_version": "3.12",
     }
     for stage, where in (("nvidia_driver", state), ("cuda", state), ("conda_pytorch", venv)):
-        (where / default_stack.record_file(stage)).write_text(
-            json.dumps(default_stack.record(stage, old))
+        (where / stack_record.record_file(stage)).write_text(
+            json.dumps(stack_record.record(stage, old))
         )
     base = {
         "role_path": str(REPO_ROOT / "roles" / "gpu_preflight"),
@@ -512,16 +512,16 @@ def test_a_stack_value_a_playbook_sets_is_not_overridden_by_a_record(tmp_path):
     import sys
 
     import yaml
-    from ansible.module_utils import default_stack
+    from ansible.module_utils import stack_record
     from test_nvidia_smi_facts import ansible_bin
 
     state = tmp_path / "state"
     state.mkdir()
-    (state / default_stack.record_file("nvidia_driver")).write_text(
-        json.dumps(default_stack.record("nvidia_driver", {"nvidia_driver_branch": "550"}))
+    (state / stack_record.record_file("nvidia_driver")).write_text(
+        json.dumps(stack_record.record("nvidia_driver", {"nvidia_driver_branch": "550"}))
     )
-    (state / default_stack.record_file("cuda")).write_text(
-        json.dumps(default_stack.record("cuda", {"cuda_version": "12.4"}))
+    (state / stack_record.record_file("cuda")).write_text(
+        json.dumps(stack_record.record("cuda", {"cuda_version": "12.4"}))
     )
     playbook = tmp_path / "play.yml"
     play_vars = {

@@ -28,7 +28,7 @@ SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 
 
 # Issue 35: gpu_preflight's stack_keep.yml sets the recorded stack under the stages' own
-# names (module_utils/default_stack.STACK_VARIABLES) and stage 1's effective inputs, so the
+# names (module_utils/stack_record.STACK_VARIABLES) and stage 1's effective inputs, so the
 # plan and the roles see one value; its interface lists them under sets.
 KEPT_STACK = (
     "nvidia_driver_branch",
